@@ -1,0 +1,42 @@
+# perfsnake: the two commands a new user needs are `make run` and `make test`.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+SNAKEMAKE := $(VENV)/bin/snakemake
+STAMP := $(VENV)/.perfsnake-installed
+
+.PHONY: setup run resume rerun-failed test lint report clean
+
+$(STAMP): requirements.txt pyproject.toml scripts/setup/apt.sh
+	bash scripts/setup/apt.sh
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+## Run every campaign listed in config/config.yaml (CAMPAIGN=path runs one).
+run: setup
+	$(SNAKEMAKE) --cores 1 all $(if $(CAMPAIGN),--config campaign=$(CAMPAIGN))
+
+## Finish an interrupted campaign without redoing completed runs.
+resume: setup
+	$(SNAKEMAKE) --unlock all $(if $(CAMPAIGN),--config campaign=$(CAMPAIGN))
+	$(SNAKEMAKE) --cores 1 all --rerun-incomplete $(if $(CAMPAIGN),--config campaign=$(CAMPAIGN))
+
+## Re-run only the runs that failed or timed out.
+rerun-failed: setup
+	$(PY) -m perfsnake rerun-failed $(if $(CAMPAIGN),--config campaign=$(CAMPAIGN))
+
+report: setup
+	$(SNAKEMAKE) --cores 1 all --report report.html $(if $(CAMPAIGN),--config campaign=$(CAMPAIGN))
+
+test: setup
+	$(VENV)/bin/pytest -q
+
+lint: setup
+	$(SNAKEMAKE) --lint
+	$(VENV)/bin/snakefmt --check workflow/Snakefile rules/
+
+clean:
+	rm -rf results .snakemake report.html

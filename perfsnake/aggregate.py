@@ -1,0 +1,118 @@
+"""The campaign's aggregated CSV (with # metadata lines), JSON rows and commands.sh."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from perfsnake.metadata import host_metadata
+
+BASE_COLUMNS = ("campaign", "benchmark")
+TAIL_COLUMNS = ("status", "exit_code", "wall_s", "start", "end")
+
+
+def load_results(paths: Iterable[str | Path]) -> list[dict]:
+    return [json.loads(Path(p).read_text()) for p in paths if str(p).endswith("result.json")]
+
+
+def rows_of(results: list[dict], variables: list[str], metrics: list[str]) -> tuple[list[dict], list[str]]:
+    """Flat rows and the column order: header from the union of keys, never ragged."""
+    metric_cols = list(metrics)
+    for res in results:
+        for key in res["metrics"]:
+            if key not in metric_cols:
+                metric_cols.append(key)
+    columns = [*BASE_COLUMNS, *variables, "run", *metric_cols, *TAIL_COLUMNS]
+    rows = []
+    for res in sorted(results, key=lambda r: r["start_epoch"]):
+        row = {"campaign": res["campaign"], "benchmark": res["benchmark"]}
+        row.update({v: res["variables"].get(v) for v in variables})
+        row["run"] = res["run"]
+        row.update({m: res["metrics"].get(m) for m in metric_cols})
+        row.update({k: res[k] for k in TAIL_COLUMNS})
+        rows.append(row)
+    return rows, columns
+
+
+def footer(results: list[dict]) -> dict[str, object]:
+    counts = {s: sum(1 for r in results if r["status"] == s) for s in ("ok", "failed", "timeout")}
+    if results:
+        first = min(r["start_epoch"] for r in results)
+        last = max(r["end_epoch"] for r in results)
+        span = last - first
+        busy = sum(r["wall_s"] for r in results)
+    else:
+        span = busy = 0.0
+    return {
+        "total_duration_s": round(span, 3),
+        "total_benchmark_time_s": round(busy, 3),
+        "runs": len(results),
+        "runs_ok": counts["ok"],
+        "runs_failed": counts["failed"],
+        "runs_timeout": counts["timeout"],
+    }
+
+
+def _comment_lines(items: Mapping[str, object]) -> str:
+    out = []
+    for key, value in items.items():
+        text = "" if value is None else " ".join(str(value).split())
+        out.append(f"# {key}: {text}\n")
+    return "".join(out)
+
+
+def write_csv(path: Path, rows: list[dict], columns: list[str], head: Mapping[str, object], foot: Mapping[str, object]) -> None:
+    frame = pd.DataFrame(rows, columns=columns)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as out:
+        out.write(_comment_lines(head))
+        frame.to_csv(out, index=False)
+        out.write(_comment_lines(foot))
+    tmp.replace(path)
+
+
+def read_csv(path: str | Path) -> pd.DataFrame:
+    """Read an aggregated CSV back, skipping the # metadata lines."""
+    return pd.read_csv(path, comment="#")
+
+
+def read_metadata(path: str | Path) -> dict[str, str]:
+    meta = {}
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("# ") and ": " in line:
+            key, value = line[2:].split(": ", 1)
+            meta[key] = value
+        elif line.startswith("# ") and line.endswith(":"):
+            meta[line[2:-1]] = ""
+    return meta
+
+
+def write_commands(path: Path, results: list[dict]) -> None:
+    """Every executed command, in start order, as one runnable script."""
+    parts = ["#!/bin/sh\n# Every command perfsnake executed for this campaign, in the order it ran.\n"]
+    for res in sorted(results, key=lambda r: r["start_epoch"]):
+        script = Path(res["run_dir"]) / "command.sh"
+        body = [ln for ln in script.read_text().splitlines() if ln and not ln.startswith("#")] if script.exists() else []
+        parts.append(f"\n# {res['start']} {res['run_dir']} -> {res['status']} (exit {res['exit_code']})\n")
+        parts.append("(\n" + "\n".join(f"  {ln}" for ln in body) + "\n)\n")
+    path.write_text("".join(parts))
+
+
+def aggregate(result_files: Iterable[str | Path], info: Mapping[str, object], csv_path: Path, json_path: Path, commands_path: Path) -> None:
+    results = load_results(result_files)
+    variables = list(info["variables"])  # type: ignore[call-overload]
+    rows, columns = rows_of(results, variables, list(info["metrics"]))  # type: ignore[call-overload]
+    head = {
+        "campaign": info["name"],
+        "campaign_file": info["file"],
+        "campaign_sha256": info["sha256"],
+        "benchmark": info["benchmark"],
+        **host_metadata(),
+    }
+    foot = footer(results)
+    write_csv(Path(csv_path), rows, columns, head, foot)
+    Path(json_path).write_text(json.dumps({"metadata": {**head, **foot}, "columns": columns, "rows": rows}, indent=1, default=str) + "\n")
+    write_commands(Path(commands_path), results)

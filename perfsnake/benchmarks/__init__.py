@@ -1,0 +1,22 @@
+"""The benchmark catalog: built-in benchmarks and the generic command one."""
+
+from __future__ import annotations
+
+from perfsnake.benchmarks.base import Benchmark
+from perfsnake.benchmarks.command import CommandBenchmark
+from perfsnake.benchmarks.heater import HeaterBenchmark
+from perfsnake.benchmarks.leveldb import LevelDBBenchmark
+
+BUILTINS: dict[str, type[Benchmark]] = {
+    "heater": HeaterBenchmark,
+    "leveldb": LevelDBBenchmark,
+}
+
+
+def make_benchmark(spec: str | dict, source: str) -> Benchmark:
+    """Instantiate the benchmark a campaign names (already schema-checked)."""
+    if isinstance(spec, str):
+        return BUILTINS[spec]({"type": spec}, source)
+    if spec["type"] == "command":
+        return CommandBenchmark(spec, source)
+    return BUILTINS[spec["type"]](spec, source)

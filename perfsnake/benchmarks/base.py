@@ -1,0 +1,129 @@
+"""What every benchmark provides: fetch, build, run and collect.
+
+A benchmark never runs anything itself here: it describes the shell text of
+its build and of one run, and parses a run's output. The Snakemake rules and
+the C launcher do the executing, so the measured path holds no Python.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfsnake.errors import CampaignError
+from perfsnake.escape import escape_component
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    params: Mapping[str, object]  # build variables (with defaults filled in)
+    build_dir: Path  # absolute; the build's own directory
+    src_dir: Path | None  # absolute; the fetched sources, if any
+    threads: int
+
+
+@dataclass(frozen=True)
+class RunContext:
+    params: Mapping[str, object]  # the whole record (build + run variables)
+    build_dir: Path | None
+    run_dir: Path
+    duration_s: float
+    src_dir: Path | None = None
+
+
+def source_key(source: Mapping[str, str]) -> str:
+    """Cache directory name of a fetched source: readable and unique."""
+    if "debian" in source:
+        version = source.get("version", "default")
+        return escape_component(f"debian-{source['debian']}-{version}")
+    if "git" in source:
+        tail = Path(source["git"].rstrip("/")).name.removesuffix(".git")
+        digest = hashlib.sha256(source["git"].encode()).hexdigest()[:8]
+        return escape_component(f"git-{tail}-{digest}-{source['rev']}")
+    if "archive" in source:
+        return f"archive-{source['sha256'][:16]}"
+    digest = hashlib.sha256(str(Path(source["path"]).resolve()).encode()).hexdigest()[:12]
+    return escape_component(f"path-{Path(source['path']).name}-{digest}")
+
+
+class Benchmark:
+    """Base class; subclasses set the class attributes and override hooks."""
+
+    #: catalog name
+    name: str = ""
+    #: build variables this benchmark understands, with their defaults
+    build_defaults: dict[str, object] = {}
+    #: run variables with defaults (used when a campaign does not sweep them)
+    run_defaults: dict[str, object] = {}
+    #: metrics it reports (for documentation and plot validation)
+    metrics: tuple[str, ...] = ()
+    #: default source, when the benchmark fetches one
+    default_source: dict[str, str] | None = None
+
+    def __init__(self, spec: Mapping[str, object], origin: str) -> None:
+        self.spec = dict(spec)
+        self.origin = origin
+        self.source: dict[str, str] | None = spec.get("source") or self.default_source  # type: ignore[assignment]
+
+    # ---- identity -------------------------------------------------------
+    @property
+    def key(self) -> str:
+        """Directory name of this benchmark's builds under resources/builds."""
+        return self.name
+
+    def fingerprint(self) -> str:
+        """Changes whenever what a build or run does changes."""
+        blob = json.dumps({"name": self.name, "spec": self.spec}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    # ---- parameter space --------------------------------------------------
+    def build_variables(self, variables: list[str]) -> list[str]:
+        """The campaign variables that are build-time for this benchmark."""
+        return [v for v in variables if v in self.build_defaults]
+
+    def generate_values(self, variable: str, generator: str) -> list[object] | None:
+        """Values for a generator string such as `cpu: all`; None if unknown."""
+        return None
+
+    def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        """Reject values the benchmark cannot use (raise CampaignError)."""
+
+    def fail(self, key: str, problem: str) -> CampaignError:
+        return CampaignError(self.origin, key, problem)
+
+    # ---- fetch / build / run / collect -------------------------------------
+    def needs_build(self) -> bool:
+        return True
+
+    def build_script(self, ctx: BuildContext) -> str:
+        raise NotImplementedError
+
+    def run_script(self, ctx: RunContext) -> str:
+        raise NotImplementedError
+
+    def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
+        raise NotImplementedError
+
+
+def number(text: str) -> object:
+    """A metric value: int or float when it looks like one, else the text."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def search_metric(pattern: re.Pattern[str], *texts: str) -> object | None:
+    for text in texts:
+        match = pattern.search(text)
+        if match:
+            return number(match.group(1))
+    return None

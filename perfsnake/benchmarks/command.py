@@ -1,0 +1,89 @@
+"""The generic benchmark: shell templates for build and run, regex metrics."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+
+from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, search_metric
+from perfsnake.template import placeholders, render
+
+RUN_BUILTINS = {"build_dir", "run_dir", "duration_s", "src_dir"}
+BUILD_BUILTINS = {"build_dir", "src_dir"}
+
+
+class CommandBenchmark(Benchmark):
+    name = "command"
+
+    def __init__(self, spec: Mapping[str, object], origin: str) -> None:
+        super().__init__(spec, origin)
+        self.command: str = str(spec["command"])
+        self.build: str | None = spec.get("build")  # type: ignore[assignment]
+        self.declared_build_vars: list[str] = list(spec.get("build_variables", []))  # type: ignore[arg-type]
+        self.metric_patterns: dict[str, re.Pattern[str]] = {}
+        for name, regex in dict(spec.get("metrics", {})).items():  # type: ignore[call-overload]
+            try:
+                pattern = re.compile(regex, re.M)
+            except re.error as exc:
+                raise self.fail(f"benchmark.metrics.{name}", f"invalid regex: {exc}") from None
+            if pattern.groups != 1:
+                raise self.fail(f"benchmark.metrics.{name}", f"regex must have exactly one group, has {pattern.groups}")
+            self.metric_patterns[name] = pattern
+        self.metrics = tuple(self.metric_patterns)
+        self.build_defaults = {}
+
+    @property
+    def key(self) -> str:
+        blob = json.dumps({"build": self.build, "source": self.source}, sort_keys=True)
+        return "command-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def build_variables(self, variables: list[str]) -> list[str]:
+        return [v for v in variables if v in self.declared_build_vars]
+
+    def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        for var in self.declared_build_vars:
+            if var not in variables:
+                raise self.fail("benchmark.build_variables", f"{var!r} is not a campaign variable (variables: {', '.join(variables) or 'none'})")
+        allowed_run = set(variables) | RUN_BUILTINS
+        allowed_build = set(self.declared_build_vars) | BUILD_BUILTINS
+        self._check_template("benchmark.command", self.command, allowed_run)
+        if self.build is not None:
+            self._check_template("benchmark.build", self.build, allowed_build)
+        elif self.declared_build_vars:
+            raise self.fail("benchmark.build_variables", "set without a benchmark.build template")
+        uses_src = "src_dir" in placeholders(self.command) | (placeholders(self.build) if self.build else set())
+        if uses_src and self.source is None:
+            raise self.fail("benchmark.source", "the templates use {src_dir} but no source is given")
+
+    def _check_template(self, key: str, template: str, allowed: set[str]) -> None:
+        try:
+            used = placeholders(template)
+        except ValueError as exc:
+            raise self.fail(key, str(exc)) from None
+        unknown = sorted(used - allowed)
+        if unknown:
+            raise self.fail(key, f"unknown placeholder {{{unknown[0]}}} (known: {', '.join(sorted(allowed))})")
+
+    def needs_build(self) -> bool:
+        return self.build is not None or self.source is not None
+
+    def build_script(self, ctx: BuildContext) -> str:
+        if self.build is None:
+            return "true"
+        values = {**ctx.params, "build_dir": ctx.build_dir, "src_dir": ctx.src_dir or ""}
+        return render(self.build, values)
+
+    def run_script(self, ctx: RunContext) -> str:
+        values = {
+            **ctx.params,
+            "build_dir": ctx.build_dir or "",
+            "run_dir": ctx.run_dir,
+            "duration_s": ctx.duration_s,
+            "src_dir": ctx.src_dir or "",
+        }
+        return render(self.command, values)
+
+    def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
+        return {name: search_metric(p, stdout, stderr) for name, p in self.metric_patterns.items()}

@@ -1,0 +1,331 @@
+"""Loading, validating and expanding campaign files.
+
+A campaign file is checked completely before anything runs: a problem is
+reported as one CampaignError line naming the file, the key and the problem.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from perfsnake import ROOT
+from perfsnake.benchmarks import BUILTINS, make_benchmark
+from perfsnake.benchmarks.base import Benchmark
+from perfsnake.errors import CampaignError
+from perfsnake.escape import key_component, record_path, value_text
+
+SCHEMA_DIR = ROOT / "config" / "schemas"
+
+#: Columns of the aggregated CSV that variables and metrics may not shadow.
+RESERVED = ("campaign", "benchmark", "run", "status", "exit_code", "wall_s", "start", "end")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses duplicate mapping keys instead of keeping the last."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: set[object] = set()
+    for key_node, _value in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_yaml(path: Path, origin: str) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CampaignError(origin, "", f"cannot read the file: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise CampaignError(origin, "", "the file is not UTF-8 text") from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else ""
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise CampaignError(origin, where, f"invalid YAML: {problem}") from None
+    return data
+
+
+@cache
+def load_schema(name: str) -> dict:
+    return yaml.safe_load((SCHEMA_DIR / name).read_text())
+
+
+def _dotted(path: Any) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def schema_error(data: Any, schema_name: str, origin: str) -> CampaignError | None:
+    """The most relevant schema violation as a CampaignError, or None."""
+    schema = load_schema(schema_name)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = list(validator.iter_errors(data))
+    if not errors:
+        return None
+    error = jsonschema.exceptions.best_match(errors)
+    key = _dotted(error.absolute_path)
+    if error.validator == "additionalProperties":
+        known = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(known)) if isinstance(error.instance, dict) else []
+        if extra:
+            where = f"{key}.{extra[0]}" if key else extra[0]
+            hint = f" (known: {', '.join(known)})" if known else ""
+            return CampaignError(origin, where, f"unknown key{hint}")
+    if error.validator == "required":
+        return CampaignError(origin, key, _one_line(error.message))
+    if error.validator == "minItems" and error.validator_value == 1:
+        return CampaignError(origin, key, "empty list of values")
+    if error.validator == "oneOf" and key == "benchmark":
+        return _benchmark_error(data.get("benchmark"), origin)
+    if error.validator == "type":
+        return CampaignError(origin, key, f"expected {_types(error.validator_value)}, got {_show(error.instance)}")
+    return CampaignError(origin, key, _one_line(error.message))
+
+
+def _types(value: Any) -> str:
+    return " or ".join(value) if isinstance(value, list) else str(value)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _benchmark_error(spec: Any, origin: str) -> CampaignError:
+    names = ", ".join(sorted([*BUILTINS, "command"]))
+    if isinstance(spec, str):
+        return CampaignError(origin, "benchmark", f"unknown benchmark {spec!r} (choose from {names})")
+    if isinstance(spec, dict):
+        kind = spec.get("type")
+        if kind not in (*BUILTINS, "command"):
+            return CampaignError(origin, "benchmark.type", f"unknown benchmark {kind!r} (choose from {names})")
+        schema = load_schema("campaign.schema.yaml")
+        sub = "command_benchmark" if kind == "command" else "builtin_benchmark"
+        sub_schema = {**schema["$defs"][sub], "$defs": schema["$defs"]}
+        for error in jsonschema.Draft202012Validator(sub_schema).iter_errors(spec):
+            key = _dotted(["benchmark", *error.absolute_path])
+            if error.validator == "additionalProperties":
+                known = sorted(error.schema.get("properties", {}))
+                extra = sorted(set(error.instance) - set(known))
+                return CampaignError(origin, f"{key}.{extra[0]}", f"unknown key (known: {', '.join(known)})")
+            return CampaignError(origin, key, _one_line(error.message))
+    return CampaignError(origin, "benchmark", f"expected a benchmark name or mapping, got {_show(spec)}")
+
+
+def fill_defaults(data: dict, schema: dict) -> dict:
+    """Top-level defaults from the schema (jsonschema does not fill them)."""
+    out = dict(data)
+    for key, sub in schema.get("properties", {}).items():
+        if key not in out and "default" in sub:
+            out[key] = sub["default"]
+    return out
+
+
+@dataclass(frozen=True)
+class Record:
+    """One assignment of values to every variable."""
+
+    values: dict[str, object]
+    path: str  # relative directory under runs/, escaped
+    build_key: str  # flat directory name of the build it needs
+
+
+@dataclass
+class Campaign:
+    name: str
+    file: Path
+    origin: str
+    sha256: str
+    data: dict
+    benchmark: Benchmark
+    variables: list[str]
+    build_vars: list[str]
+    records: list[Record]
+    nb_runs: int
+    duration_s: float
+    timeout_s: float | None
+    pretty: dict[str, dict[str, str]]
+    plots: list[dict]
+    by_path: dict[str, Record] = field(default_factory=dict)
+
+    def build_params(self, record: Record) -> dict[str, object]:
+        params = dict(self.benchmark.build_defaults)
+        params.update({v: record.values[v] for v in self.build_vars})
+        return params
+
+    def run_params(self, record: Record) -> dict[str, object]:
+        """Every parameter a run sees: defaults, then the record's values."""
+        return {**self.benchmark.build_defaults, **self.benchmark.run_defaults, **record.values}
+
+    def build_keys(self) -> dict[str, dict[str, object]]:
+        return {r.build_key: self.build_params(r) for r in self.records}
+
+    def metric_names(self) -> list[str]:
+        return list(self.benchmark.metrics)
+
+
+def _expand_values(raw: dict, benchmark: Benchmark, origin: str) -> dict[str, list]:
+    values: dict[str, list] = {}
+    for var, spec in raw.items():
+        if isinstance(spec, str):
+            generated = benchmark.generate_values(var, spec)
+            if generated is None:
+                raise CampaignError(origin, f"variables.{var}", f"{spec!r} is neither a list of values nor a generator the {benchmark.name} benchmark knows")
+            spec = generated
+        seen: set[str] = set()
+        for value in spec:
+            text = value_text(value)
+            if text in seen:
+                raise CampaignError(origin, f"variables.{var}", f"duplicate value {text!r}")
+            seen.add(text)
+        values[var] = list(spec)
+    return values
+
+
+def _records(data: dict, values: dict[str, list], origin: str) -> tuple[list[str], list[dict]]:
+    order = list(values)
+    records: list[dict] = []
+    if values:
+        records = [dict(zip(order, combo)) for combo in itertools.product(*values.values())]
+    for i, explicit in enumerate(data["records"]):
+        if not order:
+            order = list(explicit)
+        if set(explicit) != set(order):
+            missing = sorted(set(order) - set(explicit))
+            extra = sorted(set(explicit) - set(order))
+            what = f"missing {', '.join(missing)}" if missing else f"unknown variable {extra[0]}"
+            raise CampaignError(origin, f"records[{i}]", f"{what} (every record sets: {', '.join(order)})")
+        records.append({var: explicit[var] for var in order})
+    seen: set[tuple] = set()
+    for i, rec in enumerate(records):
+        sig = tuple(value_text(rec[v]) for v in order)
+        if sig in seen:
+            where = f"records[{i - (len(records) - len(data['records']))}]" if i >= len(records) - len(data["records"]) else "variables"
+            raise CampaignError(origin, where, "duplicate record")
+        seen.add(sig)
+    for i, pattern in enumerate(data["exclude"]):
+        unknown = sorted(set(pattern) - set(order))
+        if unknown:
+            raise CampaignError(origin, f"exclude[{i}].{unknown[0]}", f"not a variable (variables: {', '.join(order) or 'none'})")
+        want = {k: value_text(v) for k, v in pattern.items()}
+        records = [r for r in records if any(value_text(r[k]) != v for k, v in want.items())]
+    if not records and (values or data["records"]):
+        raise CampaignError(origin, "exclude", "removes every record")
+    if not records:
+        records = [{}]
+    return order, records
+
+
+def _check_names(order: list[str], metrics: list[str], origin: str) -> None:
+    for var in order:
+        if var in RESERVED:
+            raise CampaignError(origin, f"variables.{var}", f"reserved column name (reserved: {', '.join(RESERVED)})")
+    for metric in metrics:
+        if metric in RESERVED or metric in order:
+            raise CampaignError(origin, f"benchmark.metrics.{metric}", "clashes with a variable or a reserved column")
+
+
+def _check_plots(plots: list[dict], order: list[str], metrics: list[str], origin: str) -> list[dict]:
+    columns = set(order) | {"run"}
+    numeric = set(metrics) | {"wall_s"}
+    named: list[dict] = []
+    names: set[str] = set()
+    for i, plot in enumerate(plots):
+        for axis in ("x", "color", "facet"):
+            if axis in plot and plot[axis] not in columns | numeric:
+                raise CampaignError(origin, f"plots[{i}].{axis}", f"{plot[axis]!r} is not a variable or metric (variables: {', '.join(sorted(columns))}; metrics: {', '.join(sorted(numeric))})")
+        if plot["y"] not in numeric:
+            raise CampaignError(origin, f"plots[{i}].y", f"{plot['y']!r} is not a metric (metrics: {', '.join(sorted(numeric))})")
+        name = plot.get("name") or f"{plot['kind']}-{plot['y']}-by-{plot['x']}"
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+        if name in names:
+            raise CampaignError(origin, f"plots[{i}].name", f"duplicate plot name {name!r}")
+        names.add(name)
+        named.append({"log_x": False, "log_y": False, **plot, "name": name})
+    return named
+
+
+def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
+    """Load and fully check one campaign file."""
+    path = Path(path)
+    origin = origin or str(path)
+    raw = load_yaml(path, origin)
+    if raw is None:
+        raise CampaignError(origin, "", "the file is empty")
+    if not isinstance(raw, dict):
+        raise CampaignError(origin, "", f"expected a mapping at the top level, got {type(raw).__name__}")
+    error = schema_error(raw, "campaign.schema.yaml", origin)
+    if error:
+        raise error
+    data = fill_defaults(raw, load_schema("campaign.schema.yaml"))
+    benchmark = make_benchmark(data["benchmark"], origin)
+    values = _expand_values(data["variables"], benchmark, origin)
+    order, recs = _records(data, values, origin)
+    _check_names(order, list(benchmark.metrics), origin)
+    for var, labels in data["pretty"].items():
+        if var not in order:
+            raise CampaignError(origin, f"pretty.{var}", f"not a variable (variables: {', '.join(order) or 'none'})")
+        known = {value_text(r[var]) for r in recs}
+        for value in labels:
+            if value not in known:
+                raise CampaignError(origin, f"pretty.{var}.{value}", f"not a value of {var}")
+    benchmark.check(recs, order)
+    plots = _check_plots(data["plots"], order, list(benchmark.metrics), origin)
+    build_vars = benchmark.build_variables(order)
+    records = [Record(r, record_path(r, order), key_component(r, build_vars)) for r in recs]
+    campaign = Campaign(
+        name=data["name"],
+        file=path,
+        origin=origin,
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        data=data,
+        benchmark=benchmark,
+        variables=order,
+        build_vars=build_vars,
+        records=records,
+        nb_runs=data["nb_runs"],
+        duration_s=data["duration_s"],
+        timeout_s=data["timeout_s"],
+        pretty=data["pretty"],
+        plots=plots,
+    )
+    campaign.by_path = {r.path: r for r in records}
+    return campaign
+
+
+def load_campaigns(paths: list[str], origin: str = "config") -> list[Campaign]:
+    campaigns = [load_campaign(p) for p in paths]
+    seen: dict[str, str] = {}
+    for c in campaigns:
+        if c.name in seen:
+            raise CampaignError(c.origin, "name", f"campaign name {c.name!r} is also used by {seen[c.name]}")
+        seen[c.name] = c.origin
+    if not campaigns:
+        raise CampaignError(origin, "campaigns", "no campaign to run")
+    return campaigns

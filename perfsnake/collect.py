@@ -1,0 +1,70 @@
+"""Turning one run's raw outputs into result.json."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from perfsnake.benchmarks.base import Benchmark
+
+RESULT_FILE = "result.json"
+STDERR_TAIL = 2000
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def collect_run(
+    run_dir: Path,
+    benchmark: Benchmark,
+    params: Mapping[str, object],
+    variables: Mapping[str, object],
+    campaign: str,
+    run: int,
+) -> dict[str, object]:
+    """Parse a finished run; the result keeps failures as data."""
+    status = json.loads((run_dir / "status.json").read_text())
+    stdout = read_text(run_dir / "stdout.txt")
+    stderr = read_text(run_dir / "stderr.txt")
+    metrics = benchmark.parse(stdout, stderr, params)
+    state = status["status"]
+    if state == "ok" and metrics and all(v is None for v in metrics.values()):
+        # Exit code 0 but nothing to measure: treat as a failure, keep the data.
+        state = "failed"
+        status["reason"] = "no metric found in the output"
+    result: dict[str, object] = {
+        "campaign": campaign,
+        "benchmark": benchmark.name,
+        "variables": dict(variables),
+        "run": run,
+        "metrics": metrics,
+        "status": state,
+        "exit_code": status["exit_code"],
+        "signal": status.get("signal", 0),
+        "wall_s": status["wall_s"],
+        "start": status["start"],
+        "end": status["end"],
+        "start_epoch": status["start_epoch"],
+        "end_epoch": status["end_epoch"],
+        "utime_s": status.get("utime_s"),
+        "stime_s": status.get("stime_s"),
+        "maxrss_kb": status.get("maxrss_kb"),
+        "run_dir": str(run_dir),
+    }
+    if "reason" in status:
+        result["reason"] = status["reason"]
+    if state != "ok":
+        result["stderr_tail"] = stderr[-STDERR_TAIL:]
+    return result
+
+
+def write_result(run_dir: Path, result: Mapping[str, object]) -> None:
+    tmp = run_dir / (RESULT_FILE + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, run_dir / RESULT_FILE)

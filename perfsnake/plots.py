@@ -1,0 +1,89 @@
+"""Campaign plots with Altair, saved offline as SVG and PNG (vl-convert)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+from scipy import stats
+
+from perfsnake.escape import value_text
+
+CONFIDENCE = 0.95
+
+
+def summarise(frame: pd.DataFrame, keys: list[str], y: str) -> pd.DataFrame:
+    """Mean and t-interval of `y` over repetitions, per combination of keys."""
+    grouped = frame.groupby(keys, dropna=False, sort=False)[y]
+    out = grouped.agg(["mean", "std", "count"]).reset_index()
+    sem = out["std"] / out["count"].pow(0.5)
+    half = stats.t.ppf((1 + CONFIDENCE) / 2, (out["count"] - 1).clip(lower=1)) * sem
+    half = half.where(out["count"] > 1, 0.0).fillna(0.0)
+    out["lo"] = out["mean"] - half
+    out["hi"] = out["mean"] + half
+    return out.rename(columns={"mean": y})
+
+
+def apply_pretty(frame: pd.DataFrame, pretty: Mapping[str, Mapping[str, str]]) -> pd.DataFrame:
+    frame = frame.copy()
+    for var, labels in pretty.items():
+        if var in frame:
+            frame[var] = frame[var].map(lambda v, lab=labels: lab.get(value_text(v), v))
+    return frame
+
+
+def _is_numeric(series: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+
+
+def chart(frame: pd.DataFrame, spec: Mapping[str, object], pretty: Mapping[str, Mapping[str, str]]) -> alt.Chart:
+    kind = spec["kind"]
+    x, y = str(spec["x"]), str(spec["y"])
+    color = spec.get("color")
+    facet = spec.get("facet")
+    ok = frame[frame["status"] == "ok"].dropna(subset=[y])
+    numeric_x = _is_numeric(ok[x]) if len(ok) else False
+    ok = apply_pretty(ok, pretty)
+    keys = [k for k in (x, color, facet) if k]
+    if kind == "line" and numeric_x:
+        x_enc = alt.X(f"{x}:Q", title=x, scale=alt.Scale(type="log" if spec.get("log_x") else "linear"))
+    else:
+        x_enc = alt.X(f"{x}:O", title=x, sort="ascending")
+    y_scale = alt.Scale(type="log" if spec.get("log_y") else "linear", zero=kind == "bar")
+    y_title = f"{y} (mean, {int(CONFIDENCE * 100)}% CI)" if kind in ("line", "bar") else y
+    enc: dict[str, object] = {"x": x_enc}
+    if color:
+        enc["color"] = alt.Color(f"{color}:N", title=color)
+    if kind in ("line", "bar"):
+        summary = summarise(ok, keys, y)
+        base = alt.Chart(summary)
+        marks = base.mark_line(point=True) if kind == "line" else base.mark_bar()
+        if kind == "bar" and color:
+            enc["xOffset"] = alt.XOffset(f"{color}:N")
+        layer = marks.encode(y=alt.Y(f"{y}:Q", title=y_title, scale=y_scale), **enc)
+        bars = base.mark_errorbar(ticks=True).encode(
+            y=alt.Y("lo:Q", title=y_title, scale=y_scale), y2="hi:Q", **{k: v for k, v in enc.items() if k != "color"},
+            **({"color": enc["color"]} if color and kind == "line" else {}),
+        )
+        result = alt.layer(layer, bars, data=summary)
+    elif kind == "strip":
+        result = alt.Chart(ok).mark_circle(size=40, opacity=0.7).encode(
+            y=alt.Y(f"{y}:Q", scale=y_scale), xOffset=alt.XOffset("jitter:Q"), **enc
+        ).transform_calculate(jitter="random()")
+    else:
+        result = alt.Chart(ok).mark_boxplot(extent="min-max").encode(y=alt.Y(f"{y}:Q", scale=y_scale), **enc)
+    if facet:
+        result = result.facet(column=alt.Column(f"{facet}:N", title=facet))
+    title = str(spec.get("title") or f"{y} by {x}")
+    return result.properties(title=title)
+
+
+def draw(rows: list[dict], spec: Mapping[str, object], pretty: Mapping[str, Mapping[str, str]], svg: Path, png: Path) -> None:
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        frame = pd.DataFrame(columns=[spec["x"], spec["y"], "status"])
+    figure = chart(frame, spec, pretty)
+    figure.save(str(svg))
+    figure.save(str(png), scale_factor=2)

@@ -1,0 +1,119 @@
+"""One benchmark run: write command.sh, hand it to the C launcher, report progress.
+
+This code runs inside the Snakemake process (the run rule's `run:` block with
+threads), before and after the launcher. The launcher alone spans the timed
+interval, so nothing here is measured.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfsnake.escape import value_text
+
+COMMAND_FILE = "command.sh"
+STATUS_FILE = "status.json"
+
+
+def command_text(
+    run_dir: Path,
+    body: str,
+    env: dict[str, object] | None = None,
+    header: dict[str, object] | None = None,
+) -> str:
+    """A self-contained script that re-runs the benchmark by hand.
+
+    Extra environment variables are exported, so the inherited environment
+    (PATH, HOME, ...) stays and is only extended.
+    """
+    lines = ["#!/bin/sh", "# perfsnake run; re-run it by hand with: sh command.sh"]
+    for key, value in (header or {}).items():
+        # One line per key; newlines in values must not break the comment.
+        lines.append(f"# {key}: {' '.join(value_text(value).split())}")
+    lines.append(f"cd {shlex.quote(str(run_dir))} || exit 125")
+    for key, value in (env or {}).items():
+        lines.append(f"export {key}={shlex.quote(value_text(value))}")
+    lines.append(body)
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Progress:
+    """k/N and an ETA from the measured durations of the runs done so far."""
+
+    total: int
+    done: int = 0
+    seconds: float = 0.0
+    measured: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start_line(self, campaign: str, label: str) -> str:
+        with self.lock:
+            k = min(self.done + 1, self.total)
+            remaining = self.total - self.done
+            if self.measured:
+                eta = self.seconds / self.measured * remaining
+                eta_text = time.strftime("%H:%M:%S", time.gmtime(eta))
+            else:
+                eta_text = "unknown"
+        return f"[perfsnake] {campaign}: run {k}/{self.total} {label} (ETA {eta_text})"
+
+    def finished(self, seconds: float) -> None:
+        with self.lock:
+            self.done += 1
+            self.seconds += seconds
+            self.measured += 1
+
+
+_PROGRESS: dict[str, Progress] = {}
+_PROGRESS_LOCK = threading.Lock()
+
+
+def progress_for(campaign: str, run_dir: Path, total: int, existing: int) -> Progress:
+    """The campaign's progress tracker, created on its first run of this invocation."""
+    with _PROGRESS_LOCK:
+        progress = _PROGRESS.get(campaign)
+        if progress is None or progress.total != total:
+            progress = Progress(total=total, done=existing)
+            _PROGRESS[campaign] = progress
+        return progress
+
+
+def count_done(status_paths: list[str]) -> int:
+    return sum(1 for p in status_paths if os.path.exists(p))
+
+
+def execute(
+    launcher: Path,
+    run_dir: Path,
+    script: str,
+    timeout_s: float | None,
+    progress: Progress | None = None,
+    campaign: str = "",
+    label: str = "",
+) -> int:
+    """Run one benchmark through the launcher; returns the launcher's exit code."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cmd_file = run_dir / COMMAND_FILE
+    cmd_file.write_text(script)
+    cmd_file.chmod(0o755)
+    argv = [str(launcher), "--dir", str(run_dir)]
+    if timeout_s:
+        argv += ["--timeout", repr(float(timeout_s))]
+    argv += ["--", str(cmd_file)]
+    if progress is not None:
+        print(progress.start_line(campaign, label), file=sys.stderr, flush=True)
+    started = time.monotonic()
+    code = subprocess.run(argv, check=False).returncode
+    if progress is not None:
+        progress.finished(time.monotonic() - started)
+    if code != 0:
+        raise RuntimeError(f"launcher exited with {code} for {run_dir} (run aborted, not recorded)")
+    return code

@@ -1,0 +1,216 @@
+"""What the Snakemake rules ask of the campaigns: targets, inputs, params.
+
+Everything is precomputed in dictionaries once per workflow parse, so input
+functions are O(1) even for campaigns with tens of thousands of records.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from perfsnake import ROOT, runner
+from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, source_key
+from perfsnake.benchmarks.heater import HEATER_SOURCE
+from perfsnake.collect import collect_run, write_result
+from perfsnake.campaign import Campaign, load_campaigns, load_schema, schema_error
+from perfsnake.errors import CampaignError
+
+CAMPAIGN_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+RECORD_RE = r"[^/]+(/[^/]+)*?"
+
+RESULTS = "results"
+LAUNCHER = "resources/bin/psrun"
+
+#: Modules whose edits re-run collect (parsers) but never the measurements.
+_PKG = ROOT / "perfsnake"
+COLLECT_CODE = sorted(str(p) for p in (_PKG / "benchmarks").glob("*.py")) + [str(_PKG / "collect.py")]
+AGGREGATE_CODE = [str(_PKG / "aggregate.py"), str(_PKG / "metadata.py")]
+PLOT_CODE = [str(_PKG / "plots.py")]
+
+
+def run_dir(campaign: str, record_path: str, run: int) -> str:
+    return f"{RESULTS}/{campaign}/runs/{record_path}/run-{run}"
+
+
+class Plan:
+    """The campaigns of this invocation and every lookup the rules need."""
+
+    def __init__(self, campaigns: list[Campaign]) -> None:
+        self.campaigns = {c.name: c for c in campaigns}
+        # Snakemake paths are relative to the working directory; command.sh
+        # and the builds use absolute ones so they can be re-run from anywhere.
+        self.workdir = Path.cwd()
+        self.builds: dict[tuple[str, str], tuple[Benchmark, dict[str, object]]] = {}
+        self.sources: dict[str, dict[str, str]] = {}
+        self._existing: dict[str, int] = {}
+        for c in campaigns:
+            bench = c.benchmark
+            if bench.source is not None:
+                self.sources[source_key(bench.source)] = bench.source
+            if bench.needs_build():
+                for key, params in c.build_keys().items():
+                    previous = self.builds.get((bench.key, key))
+                    if previous and previous[0].fingerprint() != bench.fingerprint():
+                        raise CampaignError(c.origin, "benchmark", f"build {bench.key}/{key} is defined differently by another campaign")
+                    self.builds[(bench.key, key)] = (bench, params)
+
+    # ---- targets --------------------------------------------------------------
+    def campaign_targets(self, name: str) -> list[str]:
+        c = self.campaigns[name]
+        base = f"{RESULTS}/{name}"
+        targets = [f"{base}/{name}.csv", f"{base}/{name}.json", f"{base}/commands.sh"]
+        for plot in c.plots:
+            targets += [f"{base}/plots/{plot['name']}.svg", f"{base}/plots/{plot['name']}.png"]
+        return targets
+
+    def all_targets(self) -> list[str]:
+        return [t for name in self.campaigns for t in self.campaign_targets(name)]
+
+    def run_targets(self, name: str) -> list[str]:
+        c = self.campaigns[name]
+        return [f"{run_dir(name, r.path, i)}/status.json" for r in c.records for i in range(1, c.nb_runs + 1)]
+
+    # ---- fetch and build ---------------------------------------------------------
+    def source_spec(self, key: str) -> str:
+        return json.dumps(self.sources[key], sort_keys=True)
+
+    def _build_dir(self, bench: Benchmark, key: str) -> Path:
+        return self.workdir / "resources" / "builds" / bench.key / key
+
+    def _src_dir(self, bench: Benchmark) -> Path | None:
+        if bench.source is None:
+            return None
+        return self.workdir / "resources" / "src" / source_key(bench.source)
+
+    def build_inputs(self, bench_key: str, key: str) -> list[str]:
+        bench, _params = self.builds[(bench_key, key)]
+        inputs = []
+        if bench.source is not None:
+            inputs.append(f"resources/src/{source_key(bench.source)}")
+        if bench.name == "heater":
+            inputs.append(str(HEATER_SOURCE))
+        return inputs
+
+    def build_spec(self, bench_key: str, key: str, threads: int = 2) -> str:
+        bench, params = self.builds[(bench_key, key)]
+        ctx = BuildContext(params, self._build_dir(bench, key), self._src_dir(bench), threads)
+        return bench.build_script(ctx)
+
+    # ---- run ---------------------------------------------------------------------
+    def run_inputs(self, name: str, record_path: str) -> dict[str, str]:
+        c = self.campaigns[name]
+        record = c.by_path[record_path]
+        inputs = {"launcher": LAUNCHER}
+        if c.benchmark.needs_build():
+            inputs["build"] = f"resources/builds/{c.benchmark.key}/{record.build_key}"
+        return inputs
+
+    def run_spec(self, name: str, record_path: str) -> str:
+        """Everything that defines a run; a change here re-runs it (params trigger)."""
+        c = self.campaigns[name]
+        record = c.by_path[record_path]
+        return json.dumps(
+            {
+                "record": record.values,
+                "benchmark": c.benchmark.fingerprint(),
+                "duration_s": c.duration_s,
+                "timeout_s": c.timeout_s,
+            },
+            sort_keys=True,
+            default=str,
+        )
+
+    def run_script(self, name: str, record_path: str, run: int) -> tuple[Path, str]:
+        c = self.campaigns[name]
+        record = c.by_path[record_path]
+        bench = c.benchmark
+        rdir = self.workdir / run_dir(name, record_path, run)
+        build_dir = self._build_dir(bench, record.build_key) if bench.needs_build() else None
+        ctx = RunContext(c.run_params(record), build_dir, rdir, c.duration_s, self._src_dir(bench))
+        header = {"campaign": name, "record": record_path, "run": run}
+        return rdir, runner.command_text(rdir, bench.run_script(ctx), header=header)
+
+    def execute_run(self, name: str, record_path: str, run: int, status_file: str) -> None:
+        c = self.campaigns[name]
+        rdir, script = self.run_script(name, record_path, run)
+        total = len(c.records) * c.nb_runs
+        if name not in self._existing:
+            self._existing[name] = runner.count_done(self.run_targets(name))
+        progress = runner.progress_for(name, rdir, total, self._existing[name])
+        runner.execute(self.workdir / LAUNCHER, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}")
+
+    # ---- collect, aggregate, plots -------------------------------------------------
+    def collect_inputs(self, name: str, record_path: str) -> list[str]:
+        c = self.campaigns[name]
+        runs = [f"{run_dir(name, record_path, i)}/status.json" for i in range(1, c.nb_runs + 1)]
+        return runs + COLLECT_CODE
+
+    def collect(self, name: str, record_path: str) -> None:
+        c = self.campaigns[name]
+        record = c.by_path[record_path]
+        params = c.run_params(record)
+        for i in range(1, c.nb_runs + 1):
+            rdir = self.workdir / run_dir(name, record_path, i)
+            result = collect_run(rdir, c.benchmark, params, record.values, name, i)
+            write_result(rdir, result)
+
+    def nb_runs_groups(self) -> dict[int, list[str]]:
+        """Campaign names grouped by nb_runs (one collect rule per group)."""
+        groups: dict[int, list[str]] = {}
+        for c in self.campaigns.values():
+            groups.setdefault(c.nb_runs, []).append(c.name)
+        return groups
+
+    def aggregate_inputs(self, name: str) -> list[str]:
+        c = self.campaigns[name]
+        return [f"{run_dir(name, r.path, i)}/result.json" for r in c.records for i in range(1, c.nb_runs + 1)] + AGGREGATE_CODE
+
+    def campaign_info(self, name: str) -> str:
+        return json.dumps(campaign_info(self.campaigns[name]), sort_keys=True)
+
+    def plot_spec(self, name: str, plot: str) -> str:
+        c = self.campaigns[name]
+        for p in c.plots:
+            if p["name"] == plot:
+                return json.dumps(p, sort_keys=True)
+        raise KeyError(plot)
+
+
+def campaign_files(config: dict) -> list[str]:
+    error = schema_error(config, "config.schema.yaml", "config")
+    if error:
+        raise error
+    if config.get("campaign"):
+        return [str(config["campaign"])]
+    files = list(config.get("campaigns") or [])
+    if not files:
+        raise CampaignError("config", "campaigns", "no campaign listed (or pass --config campaign=PATH)")
+    return files
+
+
+def plan_from_config(config: dict) -> Plan:
+    _ = load_schema("config.schema.yaml")
+    return Plan(load_campaigns(campaign_files(config)))
+
+
+def alternatives(names: list[str]) -> str:
+    """A wildcard regex matching exactly these names."""
+    import re
+
+    return "(" + "|".join(re.escape(n) for n in sorted(names)) + ")"
+
+
+def campaign_info(c: Campaign) -> dict[str, object]:
+    """What aggregation and plots need to know about a campaign."""
+    return {
+        "name": c.name,
+        "file": str(c.file),
+        "sha256": c.sha256,
+        "benchmark": c.benchmark.name,
+        "variables": c.variables,
+        "metrics": c.metric_names(),
+        "pretty": c.pretty,
+        "nb_runs": c.nb_runs,
+        "records": len(c.records),
+    }

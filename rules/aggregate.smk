@@ -1,0 +1,19 @@
+# Aggregate: the campaign CSV (with # metadata lines), all rows as JSON, and
+# commands.sh listing every executed command in start order.
+
+
+rule aggregate:
+    input:
+        aggregate_input,
+    output:
+        csv="results/{campaign}/{campaign}.csv",
+        json="results/{campaign}/{campaign}.json",
+        commands="results/{campaign}/commands.sh",
+    params:
+        campaign=lambda wildcards: PLAN.campaign_info(wildcards.campaign),
+    log:
+        "results/{campaign}/logs/aggregate.log",
+    conda:
+        "../envs/analysis.yaml"
+    script:
+        "../scripts/aggregate.py"

@@ -1,0 +1,72 @@
+# Validation of the configuration and campaigns, lookups and input functions.
+import json
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+sys.path.insert(0, str(Path(workflow.basedir).parent))
+
+from perfsnake import workflow_support as ws
+from perfsnake.errors import CampaignError
+
+try:
+    PLAN = ws.plan_from_config(config)
+except CampaignError as exc:
+    raise WorkflowError(f"perfsnake: {exc}") from None
+
+
+wildcard_constraints:
+    campaign=ws.CAMPAIGN_RE,
+    record=ws.RECORD_RE,
+    run=r"[1-9][0-9]*",
+    bench=r"[A-Za-z0-9_.-]+",
+    bkey=r"[^/]+",
+    source=r"[^/.][^/]*",
+    plot=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+
+
+def all_targets():
+    return PLAN.all_targets()
+
+
+def launcher_path():
+    return "resources/bin/psrun"
+
+
+def build_input(wildcards):
+    return PLAN.build_inputs(wildcards.bench, wildcards.bkey)
+
+
+def build_params(wildcards):
+    return PLAN.build_spec(wildcards.bench, wildcards.bkey)
+
+
+def fetch_params(wildcards):
+    return PLAN.source_spec(wildcards.source)
+
+
+def run_input(wildcards):
+    return PLAN.run_inputs(wildcards.campaign, wildcards.record)
+
+
+def run_params(wildcards):
+    return PLAN.run_spec(wildcards.campaign, wildcards.record)
+
+
+def do_run(wildcards, output):
+    PLAN.execute_run(wildcards.campaign, wildcards.record, int(wildcards.run), output[0])
+
+
+def collect_input(wildcards):
+    return PLAN.collect_inputs(wildcards.campaign, wildcards.record)
+
+
+def aggregate_input(wildcards):
+    return PLAN.aggregate_inputs(wildcards.campaign)
+
+
+def plot_spec(wildcards):
+    return PLAN.plot_spec(wildcards.campaign, wildcards.plot)

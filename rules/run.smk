@@ -1,0 +1,18 @@
+# Run: one job per (record, repetition), serialised by the bench_lock
+# resource. The C launcher alone spans the timed interval; this block only
+# writes command.sh before it and reports progress.
+
+
+rule run:
+    input:
+        unpack(run_input),
+    output:
+        "results/{campaign}/runs/{record}/run-{run}/status.json",
+    log:
+        "results/{campaign}/runs/{record}/run-{run}/stderr.txt",
+    params:
+        spec=run_params,
+    resources:
+        bench_lock=1,
+    run:
+        do_run(wildcards, output)

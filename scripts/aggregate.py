@@ -1,0 +1,14 @@
+"""Snakemake entry point of the aggregate rule (logic in perfsnake.aggregate)."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
+
+from perfsnake.aggregate import aggregate  # noqa: E402
+
+sm = snakemake  # noqa: F821
+with open(sm.log[0], "w") as log:
+    sys.stderr = log
+    aggregate(sm.input, json.loads(sm.params.campaign), Path(sm.output.csv), Path(sm.output.json), Path(sm.output.commands))

@@ -1,0 +1,16 @@
+"""Snakemake entry point of the plot rule (logic in perfsnake.plots)."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
+
+from perfsnake.plots import draw  # noqa: E402
+
+sm = snakemake  # noqa: F821
+with open(sm.log[0], "w") as log:
+    sys.stderr = log
+    rows = json.loads(Path(sm.input.rows).read_text())["rows"]
+    info = json.loads(sm.params.campaign)
+    draw(rows, json.loads(sm.params.plot), info["pretty"], Path(sm.output.svg), Path(sm.output.png))

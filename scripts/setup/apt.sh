@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian packages perfsnake needs and enables deb-src so that
+# `apt-get source` can fetch benchmark sources. Idempotent: re-running it only
+# installs what is missing.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake dpkg-dev fakeroot git ca-certificates curl
+  linux-perf libgmock-dev libgtest-dev libsnappy-dev
+  python3-venv time procps
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+src_list=/etc/apt/sources.list.d/perfsnake-deb-src.sources
+need_update=0
+if ! grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+  # Mirror the binary suites of the main Debian entry as source suites.
+  . /etc/os-release
+  $SUDO tee "$src_list" >/dev/null <<SRC
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: ${VERSION_CODENAME} ${VERSION_CODENAME}-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+  need_update=1
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+stamp=/var/lib/apt/periodic/perfsnake-update-stamp
+if [ "$need_update" = 1 ] || [ ${#missing[@]} -gt 0 ] || [ ! -e "$stamp" ]; then
+  $SUDO apt-get update -qq
+  $SUDO mkdir -p "$(dirname "$stamp")" && $SUDO touch "$stamp"
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
