@@ -89,6 +89,9 @@ def schema_error(data: Any, schema_name: str, origin: str) -> CampaignError | No
     if not errors:
         return None
     error = jsonschema.exceptions.best_match(errors)
+    if isinstance(data, dict) and list(error.absolute_path)[:1] == ["benchmark"]:
+        # oneOf hides which alternative was meant; judge by the given type.
+        return _benchmark_error(data.get("benchmark"), origin)
     key = _dotted(error.absolute_path)
     if error.validator == "additionalProperties":
         known = sorted(error.schema.get("properties", {}))
@@ -101,8 +104,6 @@ def schema_error(data: Any, schema_name: str, origin: str) -> CampaignError | No
         return CampaignError(origin, key, _one_line(error.message))
     if error.validator == "minItems" and error.validator_value == 1:
         return CampaignError(origin, key, "empty list of values")
-    if error.validator == "oneOf" and key == "benchmark":
-        return _benchmark_error(data.get("benchmark"), origin)
     if error.validator == "type":
         return CampaignError(origin, key, f"expected {_types(error.validator_value)}, got {_show(error.instance)}")
     return CampaignError(origin, key, _one_line(error.message))

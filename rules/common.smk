@@ -15,7 +15,8 @@ from perfsnake.errors import CampaignError
 try:
     PLAN = ws.plan_from_config(config)
 except CampaignError as exc:
-    raise WorkflowError(f"perfsnake: {exc}") from None
+    # One line naming the file, the key and the problem; nothing is written.
+    sys.exit(f"perfsnake: error: {exc}")
 
 
 wildcard_constraints:

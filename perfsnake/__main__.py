@@ -1,0 +1,5 @@
+import sys
+
+from perfsnake.cli import main
+
+sys.exit(main())

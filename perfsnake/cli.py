@@ -1,0 +1,102 @@
+"""Command line helpers around the workflow.
+
+    python -m perfsnake validate FILE...     check campaign files, write nothing
+    python -m perfsnake failed [--config campaign=PATH]
+                                             list runs that failed or timed out
+    python -m perfsnake rerun-failed [--config campaign=PATH] [-- SNAKEMAKE ARGS]
+                                             set failed runs aside and re-run only them
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import yaml
+
+from perfsnake.errors import CampaignError
+from perfsnake.workflow_support import Plan, campaign_files, plan_from_config, run_dir
+
+KEPT_FILES = ("status.json", "result.json", "stdout.txt", "stderr.txt", "command.sh")
+
+
+def _config(overrides: list[str]) -> dict:
+    config = yaml.safe_load(Path("config/config.yaml").read_text()) or {}
+    for item in overrides:
+        key, _, value = item.partition("=")
+        config[key] = value
+    return config
+
+
+def failed_runs(plan: Plan) -> list[Path]:
+    """Run directories whose status is failed or timeout."""
+    out = []
+    for name, c in plan.campaigns.items():
+        for record in c.records:
+            for i in range(1, c.nb_runs + 1):
+                rdir = Path(run_dir(name, record.path, i))
+                for candidate in ("result.json", "status.json"):
+                    path = rdir / candidate
+                    if path.exists():
+                        if json.loads(path.read_text()).get("status") != "ok":
+                            out.append(rdir)
+                        break
+    return out
+
+
+def set_aside(rdir: Path) -> Path:
+    """Move a failed attempt's files to previous/attempt-K; nothing is lost."""
+    k = 1
+    while (rdir / "previous" / f"attempt-{k}").exists():
+        k += 1
+    dest = rdir / "previous" / f"attempt-{k}"
+    dest.mkdir(parents=True)
+    for name in KEPT_FILES:
+        if (rdir / name).exists():
+            shutil.move(str(rdir / name), str(dest / name))
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="perfsnake", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    val = sub.add_parser("validate", help="check campaign files")
+    val.add_argument("files", nargs="+")
+    for name in ("failed", "rerun-failed"):
+        p = sub.add_parser(name)
+        p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE")
+        p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "validate":
+            from perfsnake.campaign import load_campaigns
+
+            for c in load_campaigns(args.files):
+                print(f"{c.origin}: ok ({len(c.records)} records x {c.nb_runs} runs)")
+            return 0
+        config = _config(args.config)
+        campaign_files(config)
+        plan = plan_from_config(config)
+    except CampaignError as exc:
+        print(f"perfsnake: error: {exc}", file=sys.stderr)
+        return 1
+    failed = failed_runs(plan)
+    if args.command == "failed":
+        for rdir in failed:
+            print(rdir)
+        return 0
+    for rdir in failed:
+        print(f"re-running {rdir} (previous attempt kept in {set_aside(rdir)})")
+    if not failed:
+        print("no failed runs")
+    extra = [a for a in args.snakemake_args if a != "--"]
+    cmd = [str(Path(sys.executable).with_name("snakemake")), "--cores", "1", "all"]
+    if args.config:
+        cmd += ["--config", *args.config]
+    cmd += extra
+    os.execv(cmd[0], cmd)
+    return 0

@@ -1,0 +1,66 @@
+"""Shared helpers for the tests: compiling our C programs, writing campaigns,
+running the real workflow in a scratch directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+def compile_c(source: Path, out: Path) -> Path:
+    subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out), str(source)], check=True)
+    return out
+
+
+def write_campaign(workdir: Path, data: dict, name: str = "c.yaml") -> Path:
+    path = workdir / "campaigns" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    return path
+
+
+def snakemake(workdir: Path, campaign: Path | None, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
+    """Run the real workflow with the project's profile, in `workdir`."""
+    cmd = [
+        SNAKEMAKE,
+        "-s", str(ROOT / "workflow" / "Snakefile"),
+        "--workflow-profile", str(ROOT / "profiles" / "default"),
+        "--directory", str(workdir),
+        "--configfile", str(ROOT / "config" / "config.yaml"),
+    ]  # fmt: skip
+    if campaign is not None:
+        cmd += ["--config", f"campaign={campaign}"]
+    cmd += list(args)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+    return proc
+
+
+def statuses(workdir: Path, campaign: str) -> dict[str, dict]:
+    """run-dir (relative to runs/) -> status.json contents."""
+    runs = workdir / "results" / campaign / "runs"
+    return {str(p.parent.relative_to(runs)): json.loads(p.read_text()) for p in runs.rglob("status.json") if "previous" not in p.parts}
+
+
+def mtimes(workdir: Path, campaign: str) -> dict[str, int]:
+    runs = workdir / "results" / campaign / "runs"
+    return {str(p.parent.relative_to(runs)): p.stat().st_mtime_ns for p in runs.rglob("status.json") if "previous" not in p.parts}
+
+
+def jobs_run(proc: subprocess.CompletedProcess, rule: str) -> int:
+    """How many jobs of `rule` the invocation executed (from its log)."""
+    text = proc.stdout + proc.stderr
+    return sum(1 for line in text.splitlines() if line.strip() in (f"rule {rule}:", f"localrule {rule}:"))
+
+
+def env_without_snakemake() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE")}
