@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from perfsnake import ROOT
 from perfsnake.errors import CampaignError
 from perfsnake.workflow_support import Plan, campaign_files, plan_from_config, run_dir
 
@@ -25,7 +26,8 @@ KEPT_FILES = ("status.json", "result.json", "stdout.txt", "stderr.txt", "command
 
 
 def _config(overrides: list[str]) -> dict:
-    config = yaml.safe_load(Path("config/config.yaml").read_text()) or {}
+    local = Path("config/config.yaml")
+    config = yaml.safe_load((local if local.exists() else ROOT / local).read_text()) or {}
     for item in overrides:
         key, _, value = item.partition("=")
         config[key] = value
@@ -94,7 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     if not failed:
         print("no failed runs")
     extra = [a for a in args.snakemake_args if a != "--"]
+    # Snakemake does not rebuild missing intermediate files of an up-to-date
+    # CSV by itself, so the set-aside runs' results are requested explicitly.
     cmd = [str(Path(sys.executable).with_name("snakemake")), "--cores", "1", "all"]
+    cmd += [str(rdir / "result.json") for rdir in failed]
     if args.config:
         cmd += ["--config", *args.config]
     cmd += extra

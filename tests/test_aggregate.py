@@ -1,0 +1,52 @@
+"""The CSV and metadata writer."""
+
+import json
+
+import pandas as pd
+
+from perfsnake.aggregate import aggregate, read_csv, read_metadata, rows_of
+
+
+def result(run, metrics, status="ok", start=0.0, **variables):
+    return {
+        "campaign": "c", "benchmark": "command", "variables": variables, "run": run, "metrics": metrics,
+        "status": status, "exit_code": 0 if status == "ok" else 1, "wall_s": 0.5,
+        "start": f"t{start}", "end": f"t{start + 0.5}", "start_epoch": start, "end_epoch": start + 0.5,
+        "run_dir": "/nonexistent",
+    }  # fmt: skip
+
+
+def test_header_is_the_union_of_keys_and_rows_are_never_ragged():
+    results = [result(1, {"a": 1}, start=2, x=1), result(2, {"b": 2}, start=1, x=1), result(1, {}, "failed", start=3, x=2)]
+    rows, columns = rows_of(results, ["x"], ["a"])
+    assert columns == ["campaign", "benchmark", "x", "run", "a", "b", "status", "exit_code", "wall_s", "start", "end"]
+    assert all(list(r) == columns for r in rows)
+    assert [r["start"] for r in rows] == ["t1", "t2", "t3"]  # in execution order
+
+
+def test_csv_with_metadata_round_trips(tmp_path):
+    files = []
+    for i, res in enumerate([result(1, {"v": 1.5}, x="a,b"), result(1, {"v": None}, "timeout", start=1, x='q"uote')]):
+        path = tmp_path / f"r{i}" / "result.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(res))
+        files.append(path)
+    info = {"name": "c", "file": "c.yaml", "sha256": "ab" * 32, "benchmark": "command", "variables": ["x"], "metrics": ["v"]}
+    csv, js, cmds = tmp_path / "c.csv", tmp_path / "c.json", tmp_path / "commands.sh"
+    aggregate(files, info, csv, js, cmds)
+    lines = csv.read_text().splitlines()
+    assert lines[0].startswith("# campaign: c")
+    assert lines[-1].startswith("# runs_timeout: 1")
+    meta = read_metadata(csv)
+    for key in ("utc_time", "hostname", "uname", "os_release", "cpu_model", "online_cpus", "smt", "numa_nodes", "memory",
+                "cpufreq_governor", "perf_event_paranoid", "kernel_cmdline", "compiler", "python", "snakemake", "pandas",
+                "perfsnake_commit", "perfsnake_tree", "campaign_sha256", "total_duration_s", "runs_ok", "runs_failed"):  # fmt: skip
+        assert key in meta, key
+    assert meta["runs_ok"] == "1" and meta["total_duration_s"] == "1.5"
+    frame = read_csv(csv)
+    assert list(frame["x"]) == ["a,b", 'q"uote']
+    assert list(frame["status"]) == ["ok", "timeout"]
+    assert pd.isna(frame["v"][1])
+    rows = json.loads(js.read_text())
+    assert rows["columns"] == list(frame.columns) and len(rows["rows"]) == 2
+    assert cmds.read_text().startswith("#!/bin/sh")

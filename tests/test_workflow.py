@@ -1,0 +1,231 @@
+"""End-to-end runs of the real workflow on small campaigns."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT, SNAKEMAKE, jobs_run, mtimes, snakemake, statuses, write_campaign
+from perfsnake.aggregate import read_csv, read_metadata
+
+pytestmark = pytest.mark.e2e
+
+
+def command_campaign(name="c", command="echo value={x}", variables=None, **extra):
+    data = {
+        "name": name,
+        "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=(\S+)"}},
+        "variables": variables if variables is not None else {"x": [1, 2]},
+        "nb_runs": 2,
+    }
+    data.update(extra)
+    return data
+
+
+def test_campaign_end_to_end(tmp_path):
+    camp = write_campaign(tmp_path, command_campaign(
+        command="echo value={x}; echo home=$HOME path=$PATH",
+        pretty={"x": {"1": "one"}},
+        plots=[{"kind": "line", "x": "x", "y": "value"}, {"kind": "strip", "x": "x", "y": "wall_s", "name": "walls"}],
+    ))  # fmt: skip
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    base = tmp_path / "results" / "c"
+    frame = read_csv(base / "c.csv")
+    assert len(frame) == 4
+    assert sorted(frame["value"]) == [1, 1, 2, 2]
+    assert set(frame["status"]) == {"ok"}
+    assert list(frame.columns) == ["campaign", "benchmark", "x", "run", "value", "status", "exit_code", "wall_s", "start", "end"]
+    meta = read_metadata(base / "c.csv")
+    assert meta["campaign"] == "c" and meta["runs_ok"] == "4"
+    run = base / "runs" / "x-1" / "run-2"
+    for name in ("command.sh", "stdout.txt", "stderr.txt", "status.json", "result.json"):
+        assert (run / name).exists(), name
+    result = json.loads((run / "result.json").read_text())
+    assert result["variables"] == {"x": 1} and result["metrics"] == {"value": 1} and result["status"] == "ok"
+    # The environment is extended, not replaced.
+    out = (run / "stdout.txt").read_text()
+    assert f"home={os.environ['HOME']}" in out and "/usr/bin" in out
+    # command.sh re-runs the benchmark by hand.
+    again = subprocess.run(["sh", str(run / "command.sh")], capture_output=True, text=True, check=True)
+    assert again.stdout.startswith("value=1")
+    commands = (base / "commands.sh").read_text()
+    assert commands.count("echo value=") == 4
+    for plot in ("line-value-by-x", "walls"):
+        ET.parse(base / "plots" / f"{plot}.svg")
+        assert (base / "plots" / f"{plot}.png").read_bytes()[:4] == b"\x89PNG"
+    assert "run 4/4" in proc.stderr and "ETA" in proc.stderr
+    # Re-running an unchanged campaign does nothing.
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_adding_a_value_runs_only_new_records(tmp_path):
+    camp = write_campaign(tmp_path, command_campaign())
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    before = mtimes(tmp_path, "c")
+    write_campaign(tmp_path, command_campaign(variables={"x": [1, 2, 3]}))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    after = mtimes(tmp_path, "c")
+    assert jobs_run(proc, "run") == 2
+    assert {k: after[k] for k in before} == before
+    assert set(after) - set(before) == {"x-3/run-1", "x-3/run-2"}
+    assert len(read_csv(tmp_path / "results" / "c" / "c.csv")) == 6
+
+
+def build_campaign(flags, xs):
+    return {
+        "name": "b",
+        "benchmark": {
+            "type": "command",
+            "build": "echo {flag} > {build_dir}/flag; date +%s%N > {build_dir}/built",
+            "build_variables": ["flag"],
+            "command": "echo value=$(cat {build_dir}/flag)-{x}",
+            "metrics": {"value": r"value=(\S+)"},
+        },
+        "variables": {"flag": flags, "x": xs},
+    }
+
+
+def test_only_changed_builds_rebuild(tmp_path):
+    camp = write_campaign(tmp_path, build_campaign(["a", "b"], [1]))
+    proc = snakemake(tmp_path, camp, "--cores", "2", "all")
+    assert jobs_run(proc, "build") == 2
+    builds = tmp_path / "resources" / "builds"
+    stamp = {p.parent.name: p.read_text() for p in builds.rglob("built")}
+    # A new run value: no build at all.
+    write_campaign(tmp_path, build_campaign(["a", "b"], [1, 2]))
+    proc = snakemake(tmp_path, camp, "--cores", "2", "all")
+    assert jobs_run(proc, "build") == 0 and jobs_run(proc, "run") == 2
+    # One build value changed: only that build.
+    write_campaign(tmp_path, build_campaign(["a", "c"], [1, 2]))
+    proc = snakemake(tmp_path, camp, "--cores", "2", "all")
+    assert jobs_run(proc, "build") == 1
+    now = {p.parent.name: p.read_text() for p in builds.rglob("built")}
+    assert now["flag-a"] == stamp["flag-a"] and "flag-c" in now
+    frame = read_csv(tmp_path / "results" / "b" / "b.csv")
+    assert sorted(frame["value"]) == ["a-1", "a-2", "c-1", "c-2"]
+
+
+def test_runs_never_overlap_with_two_cores(tmp_path):
+    camp = write_campaign(tmp_path, command_campaign(command="sleep 0.3; echo value={x}", variables={"x": [1, 2, 3]}))
+    snakemake(tmp_path, camp, "--cores", "2", "all")
+    spans = sorted((s["start_epoch"], s["end_epoch"]) for s in statuses(tmp_path, "c").values())
+    assert len(spans) == 6
+    for (_s0, e0), (s1, _e1) in zip(spans, spans[1:]):
+        assert s1 >= e0, spans
+
+
+def test_failures_are_data_and_rerun_failed_reruns_only_them(tmp_path):
+    fixed = "[ -e {run_dir}/../../../ok ]"
+    command = f"if [ {{x}} = bad ] && ! {fixed}; then echo broken >&2; exit 3; fi; if [ {{x}} = slow ] && ! {fixed}; then sleep 30; fi; echo value=1"
+    camp = write_campaign(tmp_path, command_campaign(command=command, variables={"x": ["good", "bad", "slow"]}, timeout_s=1))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_csv(tmp_path / "results" / "c" / "c.csv")
+    status = dict(zip(frame["x"] + "/" + frame["run"].astype(str), frame["status"]))
+    assert status == {"good/1": "ok", "good/2": "ok", "bad/1": "failed", "bad/2": "failed", "slow/1": "timeout", "slow/2": "timeout"}
+    assert set(frame[frame["x"] == "bad"]["exit_code"]) == {3}
+    bad = json.loads((tmp_path / "results/c/runs/x-bad/run-1/result.json").read_text())
+    assert "broken" in bad["stderr_tail"] and bad["exit_code"] == 3
+    assert read_metadata(tmp_path / "results" / "c" / "c.csv")["runs_failed"] == "2"
+    before = mtimes(tmp_path, "c")
+    # Fix the cause outside the campaign, then re-run only the failures.
+    (tmp_path / "results" / "c" / "ok").touch()
+    env = {**os.environ, "PATH": f"{Path(SNAKEMAKE).parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(
+        [str(Path(SNAKEMAKE).with_name("python")), "-m", "perfsnake", "rerun-failed", "--config", f"campaign={camp}", "--",
+         "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"), "--configfile", str(ROOT / "config/config.yaml")],
+        cwd=tmp_path, capture_output=True, text=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = mtimes(tmp_path, "c")
+    assert after["x-good/run-1"] == before["x-good/run-1"] and after["x-good/run-2"] == before["x-good/run-2"]
+    frame = read_csv(tmp_path / "results" / "c" / "c.csv")
+    assert set(frame["status"]) == {"ok"}
+    # The failed attempt is kept, not lost.
+    kept = tmp_path / "results/c/runs/x-bad/run-1/previous/attempt-1"
+    assert "broken" in (kept / "stderr.txt").read_text()
+
+
+def test_kill_and_resume(tmp_path):
+    camp = write_campaign(tmp_path, command_campaign(command="sleep 0.4; echo value={x}", variables={"x": list(range(6))}))
+    cmd = [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
+           "--configfile", str(ROOT / "config/config.yaml"), "--config", f"campaign={camp}", "--cores", "1", "all"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while len(statuses(tmp_path, "c") if (tmp_path / "results/c/runs").exists() else {}) < 3:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = mtimes(tmp_path, "c")
+    assert 3 <= len(done) < 12
+    time.sleep(1.5)  # an orphaned launcher notices its parent died within a second
+    leftovers = subprocess.run(["pgrep", "-f", f"{tmp_path}/results"], capture_output=True, text=True, check=False).stdout.split()
+    assert leftovers == []
+    # The documented resume: unlock, then run with --rerun-incomplete.
+    snakemake(tmp_path, camp, "--unlock", "all")
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all", "--rerun-incomplete")
+    after = mtimes(tmp_path, "c")
+    assert len(after) == 12
+    assert {k: after[k] for k in done} == done
+    assert jobs_run(proc, "run") == 12 - len(done)
+
+
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ("name: c\nbenchmark: {type: command, command: 'echo {x}'}\nvariables: {x: []}\n", "variables.x: empty list"),
+        ("name: c\nbenchmark: nosuch\n", "benchmark: unknown benchmark"),
+        ("name: c\nbenchmark: {type: command, command: echo, metrics: {m: 'x'}}\n", "benchmark.metrics.m: regex must have exactly one group"),
+        ("name: c\nbenchmark: heater\nextra: 1\n", "extra: unknown key"),
+    ],
+)
+def test_bad_campaign_stops_before_anything_with_one_line(tmp_path, text, needle):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    proc = snakemake(tmp_path, path, "--cores", "1", "all", check=False)
+    assert proc.returncode != 0
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("perfsnake: error:")]
+    assert len(lines) == 1 and str(path) in lines[0] and needle in lines[0], proc.stderr
+    assert not (tmp_path / "results").exists()
+    assert not (tmp_path / "resources").exists()
+
+
+def test_injection_attempts_stay_inert(tmp_path):
+    canary = tmp_path / "canary"
+    nasty = [f"$(touch {canary})", f"`touch {canary}`", f"; touch {canary}", "../../../../escape", "a b/c", "ünï cødé", "{x}"]
+    camp = write_campaign(tmp_path, command_campaign(command="printf 'value=%s\\n' {x}", variables={"x": nasty}, nb_runs=1))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert not canary.exists()
+    results = (tmp_path / "results").resolve()
+    for p in tmp_path.rglob("*"):
+        assert "escape" not in p.name or p.resolve().is_relative_to(results)
+    frame = read_csv(tmp_path / "results" / "c" / "c.csv")
+    assert sorted(frame["x"]) == sorted(nasty)
+    runs = tmp_path / "results" / "c" / "runs"
+    assert len([d for d in runs.iterdir() if d.is_dir()]) == len(nasty)
+    for x in nasty:
+        out = (tmp_path / "results/c/runs").rglob("stdout.txt")
+        assert any(f"value={x}\n" == p.read_text() or p.read_text().startswith(f"value={x}") for p in out), x
+
+
+def test_editing_analysis_code_reruns_only_analysis(tmp_path):
+    camp = write_campaign(tmp_path, command_campaign(plots=[{"kind": "bar", "x": "x", "y": "value"}]))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    plots_py = ROOT / "perfsnake" / "plots.py"
+    original = plots_py.read_bytes()
+    stat = plots_py.stat()
+    try:
+        # A real edit: Snakemake ignores a bare touch of a small unchanged file.
+        plots_py.write_bytes(original + b"\n# edited by a test\n")
+        proc = snakemake(tmp_path, camp, "--cores", "1", "all", "-n")
+    finally:
+        plots_py.write_bytes(original)
+        os.utime(plots_py, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    text = proc.stdout + proc.stderr
+    assert jobs_run(proc, "plot") == 1 and jobs_run(proc, "run") == 0 and jobs_run(proc, "aggregate") == 0, text
