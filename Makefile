@@ -32,7 +32,9 @@ report: setup
 	$(SNAKEMAKE) --cores 1 all --report report.html $(if $(CAMPAIGN),--config campaign=$(CAMPAIGN))
 
 test: setup
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -p no:cacheprovider
+	$(SNAKEMAKE) --lint
+	$(VENV)/bin/snakefmt --check workflow/Snakefile rules/
 
 lint: setup
 	$(SNAKEMAKE) --lint

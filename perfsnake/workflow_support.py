@@ -146,14 +146,18 @@ class Plan:
         runs = [f"{run_dir(name, record_path, i)}/status.json" for i in range(1, c.nb_runs + 1)]
         return runs + COLLECT_CODE
 
-    def collect(self, name: str, record_path: str) -> None:
+    def collect(self, name: str, record_path: str, log_file: str) -> None:
         c = self.campaigns[name]
         record = c.by_path[record_path]
         params = c.run_params(record)
+        lines = []
         for i in range(1, c.nb_runs + 1):
             rdir = self.workdir / run_dir(name, record_path, i)
             result = collect_run(rdir, c.benchmark, params, record.values, name, i)
             write_result(rdir, result)
+            lines.append(f"run-{i}: {result['status']} {json.dumps(result['metrics'], default=str)}\n")
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(log_file).write_text("".join(lines))
 
     def nb_runs_groups(self) -> dict[int, list[str]]:
         """Campaign names grouped by nb_runs (one collect rule per group)."""

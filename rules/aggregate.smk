@@ -9,11 +9,11 @@ rule aggregate:
         csv="results/{campaign}/{campaign}.csv",
         json="results/{campaign}/{campaign}.json",
         commands="results/{campaign}/commands.sh",
-    params:
-        campaign=lambda wildcards: PLAN.campaign_info(wildcards.campaign),
     log:
         "results/{campaign}/logs/aggregate.log",
     conda:
         "../envs/analysis.yaml"
+    params:
+        campaign=lambda wildcards: PLAN.campaign_info(wildcards.campaign),
     script:
         "../scripts/aggregate.py"

@@ -20,12 +20,12 @@ rule build:
         build_input,
     output:
         directory("resources/builds/{bench}/{bkey}"),
-    params:
-        script=build_params,
     log:
         "resources/logs/build/{bench}/{bkey}.log",
-    threads: 2
     conda:
         "../envs/build.yaml"
+    threads: 2
+    params:
+        script=build_params,
     script:
         "../scripts/build.py"

@@ -14,7 +14,9 @@ for _nb_runs, _names in PLAN.nb_runs_groups().items():
                 "results/{{campaign}}/runs/{{record}}/run-{run}/result.json",
                 run=range(1, _nb_runs + 1),
             ),
+        log:
+            "results/{campaign}/logs/collect/{record}.log",
         wildcard_constraints:
             campaign=ws.alternatives(_names),
         run:
-            PLAN.collect(wildcards.campaign, wildcards.record)
+            PLAN.collect(wildcards.campaign, wildcards.record, log[0])

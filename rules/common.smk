@@ -58,7 +58,9 @@ def run_params(wildcards):
 
 
 def do_run(wildcards, output):
-    PLAN.execute_run(wildcards.campaign, wildcards.record, int(wildcards.run), output[0])
+    PLAN.execute_run(
+        wildcards.campaign, wildcards.record, int(wildcards.run), output[0]
+    )
 
 
 def collect_input(wildcards):

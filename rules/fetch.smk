@@ -4,11 +4,11 @@
 rule fetch:
     output:
         directory("resources/src/{source}"),
-    params:
-        spec=fetch_params,
     log:
         "resources/logs/fetch/{source}.log",
     conda:
         "../envs/build.yaml"
+    params:
+        spec=fetch_params,
     script:
         "../scripts/fetch.py"

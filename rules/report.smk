@@ -14,12 +14,12 @@ rule plot:
             labels={"campaign": "{campaign}", "figure": "{plot}"},
         ),
         png="results/{campaign}/plots/{plot}.png",
-    params:
-        plot=plot_spec,
-        campaign=lambda wildcards: PLAN.campaign_info(wildcards.campaign),
     log:
         "results/{campaign}/logs/plot/{plot}.log",
     conda:
         "../envs/analysis.yaml"
+    params:
+        plot=plot_spec,
+        campaign=lambda wildcards: PLAN.campaign_info(wildcards.campaign),
     script:
         "../scripts/plot.py"

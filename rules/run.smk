@@ -10,9 +10,9 @@ rule run:
         "results/{campaign}/runs/{record}/run-{run}/status.json",
     log:
         "results/{campaign}/runs/{record}/run-{run}/stderr.txt",
-    params:
-        spec=run_params,
     resources:
         bench_lock=1,
+    params:
+        spec=run_params,
     run:
         do_run(wildcards, output)

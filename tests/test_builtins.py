@@ -1,0 +1,60 @@
+"""The built-in benchmarks, built and run for real through the workflow."""
+
+import json
+import shutil
+
+import pytest
+
+from helpers import jobs_run, snakemake, write_campaign
+from perfsnake.aggregate import read_csv, read_metadata
+from perfsnake.sysinfo import online_cpus
+
+pytestmark = pytest.mark.e2e
+
+
+def test_heater_on_every_online_cpu(tmp_path):
+    camp = write_campaign(tmp_path, {
+        "name": "heat", "benchmark": "heater", "variables": {"cpu": "all", "interval_ms": [100]},
+        "nb_runs": 1, "duration_s": 0.3,
+        "plots": [{"kind": "bar", "x": "cpu", "y": "ops_per_s"}],
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "2", "all")
+    frame = read_csv(tmp_path / "results/heat/heat.csv")
+    assert sorted(frame["cpu"]) == list(online_cpus())
+    assert (frame["status"] == "ok").all() and (frame["ops_per_s"] > 1e6).all()
+    for cpu in online_cpus():
+        out = next((tmp_path / "results/heat/runs").glob(f"cpu-{cpu}/interval_ms-100/run-1/stdout.txt")).read_text()
+        assert f"CPU: {cpu}\n" in out and out.count("interval ") >= 2
+    assert (tmp_path / "results/heat/plots/bar-ops_per_s-by-cpu.svg").exists()
+
+
+@pytest.mark.skipif(shutil.which("apt-get") is None, reason="needs Debian's apt-get source")
+def test_leveldb_from_debian_source(tmp_path):
+    camp = write_campaign(tmp_path, {
+        "name": "ldb", "benchmark": "leveldb",
+        "variables": {"num": [20000], "bench_name": ["readrandom", "seekrandom"], "nb_threads": [1, 2], "reads": [20000]},
+        "nb_runs": 1, "timeout_s": 120,
+    })  # fmt: skip
+    proc = snakemake(tmp_path, camp, "--cores", "2", "all", timeout=900)
+    assert jobs_run(proc, "fetch") == 1 and jobs_run(proc, "build") == 1
+    src = next((tmp_path / "resources/src").iterdir())
+    assert src.name == "debian-leveldb-1.23-4" and (src / "db" / "db_impl.cc").exists()
+    assert not list((tmp_path / "resources/src").glob(".tmp-*"))
+    frame = read_csv(tmp_path / "results/ldb/ldb.csv")
+    assert len(frame) == 4 and (frame["status"] == "ok").all()
+    assert (frame["micros_per_op"] > 0).all() and (frame["ops_per_s"] > 1000).all()
+    # One fill per build; runs read the existing database.
+    build = next((tmp_path / "resources/builds/leveldb").iterdir())
+    assert (build / "db" / "CURRENT").exists()
+    cmd = (tmp_path / "results/ldb/runs/num-20000/bench_name-readrandom/nb_threads-2/reads-20000/run-1/command.sh").read_text()
+    assert "--use_existing_db=1" in cmd and "--threads=2" in cmd
+    meta = read_metadata(tmp_path / "results/ldb/ldb.csv")
+    assert meta["benchmark"] == "leveldb" and meta["runs_ok"] == "4"
+    # A new run-time value reuses the build and the database.
+    write_campaign(tmp_path, json.loads(json.dumps({
+        "name": "ldb", "benchmark": "leveldb",
+        "variables": {"num": [20000], "bench_name": ["readrandom", "seekrandom"], "nb_threads": [1, 2, 3], "reads": [20000]},
+        "nb_runs": 1, "timeout_s": 120,
+    })))  # fmt: skip
+    proc = snakemake(tmp_path, camp, "--cores", "2", "all", timeout=600)
+    assert jobs_run(proc, "fetch") == 0 and jobs_run(proc, "build") == 0 and jobs_run(proc, "run") == 2
