@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -14,8 +14,9 @@ BASE_COLUMNS = ("campaign", "benchmark")
 TAIL_COLUMNS = ("status", "exit_code", "wall_s", "start", "end")
 
 
-def load_results(paths: Iterable[str | Path]) -> list[dict]:
-    return [json.loads(Path(p).read_text()) for p in paths if str(p).endswith("result.json")]
+def load_results(results_file: str | Path) -> list[dict]:
+    """The campaign's collected results (a JSON list, one entry per run)."""
+    return json.loads(Path(results_file).read_text())
 
 
 def rows_of(results: list[dict], variables: list[str], metrics: list[str]) -> tuple[list[dict], list[str]]:
@@ -101,8 +102,8 @@ def write_commands(path: Path, results: list[dict]) -> None:
     path.write_text("".join(parts))
 
 
-def aggregate(result_files: Iterable[str | Path], info: Mapping[str, object], csv_path: Path, json_path: Path, commands_path: Path) -> None:
-    results = load_results(result_files)
+def aggregate(results_file: str | Path, info: Mapping[str, object], csv_path: Path, json_path: Path, commands_path: Path) -> None:
+    results = load_results(results_file)
     variables = list(info["variables"])  # type: ignore[call-overload]
     rows, columns = rows_of(results, variables, list(info["metrics"]))  # type: ignore[call-overload]
     head = {

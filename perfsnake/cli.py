@@ -97,9 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         print("no failed runs")
     extra = [a for a in args.snakemake_args if a != "--"]
     # Snakemake does not rebuild missing intermediate files of an up-to-date
-    # CSV by itself, so the set-aside runs' results are requested explicitly.
+    # CSV by itself, so the set-aside runs are requested explicitly.
     cmd = [str(Path(sys.executable).with_name("snakemake")), "--cores", "1", "all"]
-    cmd += [str(rdir / "result.json") for rdir in failed]
+    cmd += [str(rdir / "status.json") for rdir in failed]
     if args.config:
         cmd += ["--config", *args.config]
     cmd += extra

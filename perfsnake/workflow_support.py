@@ -7,6 +7,7 @@ functions are O(1) even for campaigns with tens of thousands of records.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from perfsnake import ROOT, runner
@@ -98,13 +99,11 @@ class Plan:
         return bench.build_script(ctx)
 
     # ---- run ---------------------------------------------------------------------
-    def run_inputs(self, name: str, record_path: str) -> dict[str, str]:
+    def run_build_input(self, name: str, record_path: str) -> list[str]:
         c = self.campaigns[name]
-        record = c.by_path[record_path]
-        inputs = {"launcher": LAUNCHER}
-        if c.benchmark.needs_build():
-            inputs["build"] = f"resources/builds/{c.benchmark.key}/{record.build_key}"
-        return inputs
+        if not c.benchmark.needs_build():
+            return []
+        return [f"resources/builds/{c.benchmark.key}/{c.by_path[record_path].build_key}"]
 
     def run_spec(self, name: str, record_path: str) -> str:
         """Everything that defines a run; a change here re-runs it (params trigger)."""
@@ -141,34 +140,30 @@ class Plan:
         runner.execute(self.workdir / LAUNCHER, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}")
 
     # ---- collect, aggregate, plots -------------------------------------------------
-    def collect_inputs(self, name: str, record_path: str) -> list[str]:
-        c = self.campaigns[name]
-        runs = [f"{run_dir(name, record_path, i)}/status.json" for i in range(1, c.nb_runs + 1)]
-        return runs + COLLECT_CODE
+    def result_targets(self, name: str) -> list[str]:
+        return [t[: -len("status.json")] + "result.json" for t in self.run_targets(name)]
 
-    def collect(self, name: str, record_path: str, log_file: str) -> None:
+    def collect(self, name: str, results_file: str, log_file: str) -> None:
+        """Parse every run of the campaign into its result.json and results_file."""
         c = self.campaigns[name]
-        record = c.by_path[record_path]
-        params = c.run_params(record)
         lines = []
-        for i in range(1, c.nb_runs + 1):
-            rdir = self.workdir / run_dir(name, record_path, i)
-            result = collect_run(rdir, c.benchmark, params, record.values, name, i)
-            write_result(rdir, result)
-            lines.append(f"run-{i}: {result['status']} {json.dumps(result['metrics'], default=str)}\n")
+        results = []
+        for record in c.records:
+            params = c.run_params(record)
+            for i in range(1, c.nb_runs + 1):
+                rdir = self.workdir / run_dir(name, record.path, i)
+                result = collect_run(rdir, c.benchmark, params, record.values, name, i)
+                write_result(rdir, result)
+                results.append(result)
+                lines.append(f"{record.path}/run-{i}: {result['status']} {json.dumps(result['metrics'], default=str)}\n")
         Path(log_file).parent.mkdir(parents=True, exist_ok=True)
         Path(log_file).write_text("".join(lines))
+        tmp = Path(results_file + ".tmp")
+        tmp.write_text(json.dumps(results, default=str) + "\n")
+        tmp.replace(results_file)
 
-    def nb_runs_groups(self) -> dict[int, list[str]]:
-        """Campaign names grouped by nb_runs (one collect rule per group)."""
-        groups: dict[int, list[str]] = {}
-        for c in self.campaigns.values():
-            groups.setdefault(c.nb_runs, []).append(c.name)
-        return groups
-
-    def aggregate_inputs(self, name: str) -> list[str]:
-        c = self.campaigns[name]
-        return [f"{run_dir(name, r.path, i)}/result.json" for r in c.records for i in range(1, c.nb_runs + 1)] + AGGREGATE_CODE
+    def collect_inputs(self, name: str) -> list[str]:
+        return self.run_targets(name)
 
     def campaign_info(self, name: str) -> str:
         return json.dumps(campaign_info(self.campaigns[name]), sort_keys=True)
@@ -196,13 +191,6 @@ def campaign_files(config: dict) -> list[str]:
 def plan_from_config(config: dict) -> Plan:
     _ = load_schema("config.schema.yaml")
     return Plan(load_campaigns(campaign_files(config)))
-
-
-def alternatives(names: list[str]) -> str:
-    """A wildcard regex matching exactly these names."""
-    import re
-
-    return "(" + "|".join(re.escape(n) for n in sorted(names)) + ")"
 
 
 def campaign_info(c: Campaign) -> dict[str, object]:

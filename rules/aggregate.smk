@@ -4,7 +4,8 @@
 
 rule aggregate:
     input:
-        aggregate_input,
+        results="results/{campaign}/results.json",
+        code=ws.AGGREGATE_CODE,
     output:
         csv="results/{campaign}/{campaign}.csv",
         json="results/{campaign}/{campaign}.json",

@@ -1,22 +1,16 @@
-# Collect: parses the runs of one record into a result.json per run. It runs
-# in the Snakemake process (no interpreter start-up per record). One rule per
-# distinct nb_runs, because a rule's outputs cannot vary in number.
+# Collect: parses every run of a campaign into its result.json (next to the
+# run's raw outputs) and into one results.json for the campaign. One job per
+# campaign, inside the Snakemake process: re-parsing is cheap, and the per-run
+# path keeps a single Snakemake job, the run itself.
 
-for _nb_runs, _names in PLAN.nb_runs_groups().items():
 
-    rule:
-        name:
-            f"collect_{_nb_runs}_runs"
-        input:
-            collect_input,
-        output:
-            expand(
-                "results/{{campaign}}/runs/{{record}}/run-{run}/result.json",
-                run=range(1, _nb_runs + 1),
-            ),
-        log:
-            "results/{campaign}/logs/collect/{record}.log",
-        wildcard_constraints:
-            campaign=ws.alternatives(_names),
-        run:
-            PLAN.collect(wildcards.campaign, wildcards.record, log[0])
+rule collect:
+    input:
+        runs=collect_input,
+        code=ws.COLLECT_CODE,
+    output:
+        "results/{campaign}/results.json",
+    log:
+        "results/{campaign}/logs/collect.log",
+    run:
+        PLAN.collect(wildcards.campaign, output[0], log[0])

@@ -49,8 +49,8 @@ def fetch_params(wildcards):
     return PLAN.source_spec(wildcards.source)
 
 
-def run_input(wildcards):
-    return PLAN.run_inputs(wildcards.campaign, wildcards.record)
+def run_build_input(wildcards):
+    return PLAN.run_build_input(wildcards.campaign, wildcards.record)
 
 
 def run_params(wildcards):
@@ -64,11 +64,7 @@ def do_run(wildcards, output):
 
 
 def collect_input(wildcards):
-    return PLAN.collect_inputs(wildcards.campaign, wildcards.record)
-
-
-def aggregate_input(wildcards):
-    return PLAN.aggregate_inputs(wildcards.campaign)
+    return PLAN.collect_inputs(wildcards.campaign)
 
 
 def plot_spec(wildcards):

@@ -5,7 +5,8 @@
 
 rule run:
     input:
-        unpack(run_input),
+        launcher=ws.LAUNCHER,
+        build=run_build_input,
     output:
         "results/{campaign}/runs/{record}/run-{run}/status.json",
     log:

@@ -11,4 +11,4 @@ from perfsnake.aggregate import aggregate  # noqa: E402
 sm = snakemake  # noqa: F821
 with open(sm.log[0], "w") as log:
     sys.stderr = log
-    aggregate(sm.input, json.loads(sm.params.campaign), Path(sm.output.csv), Path(sm.output.json), Path(sm.output.commands))
+    aggregate(sm.input.results, json.loads(sm.params.campaign), Path(sm.output.csv), Path(sm.output.json), Path(sm.output.commands))

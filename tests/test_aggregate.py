@@ -25,15 +25,11 @@ def test_header_is_the_union_of_keys_and_rows_are_never_ragged():
 
 
 def test_csv_with_metadata_round_trips(tmp_path):
-    files = []
-    for i, res in enumerate([result(1, {"v": 1.5}, x="a,b"), result(1, {"v": None}, "timeout", start=1, x='q"uote')]):
-        path = tmp_path / f"r{i}" / "result.json"
-        path.parent.mkdir()
-        path.write_text(json.dumps(res))
-        files.append(path)
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps([result(1, {"v": 1.5}, x="a,b"), result(1, {"v": None}, "timeout", start=1, x='q"uote')]))
     info = {"name": "c", "file": "c.yaml", "sha256": "ab" * 32, "benchmark": "command", "variables": ["x"], "metrics": ["v"]}
     csv, js, cmds = tmp_path / "c.csv", tmp_path / "c.json", tmp_path / "commands.sh"
-    aggregate(files, info, csv, js, cmds)
+    aggregate(results, info, csv, js, cmds)
     lines = csv.read_text().splitlines()
     assert lines[0].startswith("# campaign: c")
     assert lines[-1].startswith("# runs_timeout: 1")
