@@ -26,7 +26,8 @@ class FetchError(RuntimeError):
 def _run(argv: list[str], cwd: Path, log: TextIO) -> None:
     log.write("$ " + " ".join(argv) + "\n")
     log.flush()
-    proc = subprocess.run(argv, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, check=False)
+    proc = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    log.write(proc.stdout)
     if proc.returncode != 0:
         raise FetchError(f"{argv[0]} exited with {proc.returncode} (see the fetch log)")
 

@@ -36,9 +36,10 @@ def snakemake(workdir: Path, campaign: Path | None, *args: str, timeout: float =
         "--directory", str(workdir),
         "--configfile", str(ROOT / "config" / "config.yaml"),
     ]  # fmt: skip
+    cmd += list(args)
+    # --config takes every following word, so it goes last.
     if campaign is not None:
         cmd += ["--config", f"campaign={campaign}"]
-    cmd += list(args)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir, check=False)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")

@@ -229,3 +229,17 @@ def test_editing_analysis_code_reruns_only_analysis(tmp_path):
         os.utime(plots_py, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     text = proc.stdout + proc.stderr
     assert jobs_run(proc, "plot") == 1 and jobs_run(proc, "run") == 0 and jobs_run(proc, "aggregate") == 0, text
+
+
+def test_snakemake_report_shows_the_plots(tmp_path):
+    camp = write_campaign(tmp_path, command_campaign(plots=[{"kind": "bar", "x": "x", "y": "value", "name": "values"}]))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    snakemake(tmp_path, camp, "--report", str(tmp_path / "report.zip"), "all")
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "report.zip") as zf:
+        names = zf.namelist()
+        assert any(n.endswith("values.svg") for n in names), names
+        index = next(n for n in names if n.endswith("report.html"))
+        html = zf.read(index).decode()
+    assert "values" in html
