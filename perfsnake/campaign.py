@@ -22,6 +22,7 @@ from perfsnake.benchmarks import BUILTINS, make_benchmark
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.errors import CampaignError
 from perfsnake.escape import key_component, record_path, value_text
+from perfsnake.instruments import Instruments
 
 SCHEMA_DIR = ROOT / "config" / "schemas"
 
@@ -173,6 +174,7 @@ class Campaign:
     timeout_s: float | None
     pretty: dict[str, dict[str, str]]
     plots: list[dict]
+    instruments: Instruments
     by_path: dict[str, Record] = field(default_factory=dict)
 
     def build_params(self, record: Record) -> dict[str, object]:
@@ -189,6 +191,10 @@ class Campaign:
 
     def metric_names(self) -> list[str]:
         return list(self.benchmark.metrics)
+
+    def fingerprint(self) -> str:
+        """What a run executes beyond its record: benchmark and instruments."""
+        return f"{self.benchmark.fingerprint()}-{self.instruments.fingerprint()}"
 
 
 def _expand_values(raw: dict, benchmark: Benchmark, origin: str) -> dict[str, list]:
@@ -297,6 +303,8 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
             if value not in known:
                 raise CampaignError(origin, f"pretty.{var}.{value}", f"not a value of {var}")
     benchmark.check(recs, order)
+    instruments = Instruments.from_campaign(data, origin)
+    instruments.check(recs, order)
     plots = _check_plots(data["plots"], order, list(benchmark.metrics), origin)
     build_vars = benchmark.build_variables(order)
     records = [Record(r, record_path(r, order), key_component(r, build_vars)) for r in recs]
@@ -315,6 +323,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         timeout_s=data["timeout_s"],
         pretty=data["pretty"],
         plots=plots,
+        instruments=instruments,
     )
     campaign.by_path = {r.path: r for r in records}
     return campaign

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from perfsnake.benchmarks.base import Benchmark
+from perfsnake.instruments import Instruments
 
 RESULT_FILE = "result.json"
 STDERR_TAIL = 2000
@@ -27,14 +28,24 @@ def collect_run(
     variables: Mapping[str, object],
     campaign: str,
     run: int,
+    instruments: Instruments | None = None,
 ) -> dict[str, object]:
     """Parse a finished run; the result keeps failures as data."""
     status = json.loads((run_dir / "status.json").read_text())
     stdout = read_text(run_dir / "stdout.txt")
     stderr = read_text(run_dir / "stderr.txt")
     metrics = benchmark.parse(stdout, stderr, params)
+    own_metrics = dict(metrics)
+    hooks: list[dict] = []
+    if instruments is not None:
+        metrics.update(instruments.metrics(run_dir))
+        hooks_file = run_dir / "hooks.json"
+        if hooks_file.exists():
+            hooks = json.loads(hooks_file.read_text())
+            for entry in hooks:
+                metrics.update(entry.get("metrics") or {})
     state = status["status"]
-    if state == "ok" and metrics and all(v is None for v in metrics.values()):
+    if state == "ok" and own_metrics and all(v is None for v in own_metrics.values()):
         # Exit code 0 but nothing to measure: treat as a failure, keep the data.
         state = "failed"
         status["reason"] = "no metric found in the output"
@@ -57,6 +68,8 @@ def collect_run(
         "maxrss_kb": status.get("maxrss_kb"),
         "run_dir": str(run_dir),
     }
+    if hooks:
+        result["hooks"] = hooks
     if "reason" in status:
         result["reason"] = status["reason"]
     if state != "ok":

@@ -7,6 +7,7 @@ interval, so nothing here is measured.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -90,6 +91,14 @@ def count_done(status_paths: list[str]) -> int:
     return sum(1 for p in status_paths if os.path.exists(p))
 
 
+HOOKS_FILE = "hooks.json"
+
+
+def _hook_entry(hook: object, phase: str, outcome: dict[str, object]) -> dict[str, object]:
+    public = {k: v for k, v in outcome.items() if not k.startswith("_")}
+    return {"hook": getattr(hook, "key", ""), "type": getattr(hook, "kind", ""), "phase": phase, **public}
+
+
 def execute(
     launcher: Path,
     run_dir: Path,
@@ -98,9 +107,44 @@ def execute(
     progress: Progress | None = None,
     campaign: str = "",
     label: str = "",
+    hooks: tuple[list, list, object] | None = None,
 ) -> int:
-    """Run one benchmark through the launcher; returns the launcher's exit code."""
+    """Run one benchmark through the launcher; returns the launcher's exit code.
+
+    Pre-run hooks run before the launcher starts, teardown and post-run hooks
+    after it returned, whatever happened; what each did goes to hooks.json.
+    """
     run_dir.mkdir(parents=True, exist_ok=True)
+    if not hooks or not (hooks[0] or hooks[1]):
+        return _launch(launcher, run_dir, script, timeout_s, progress, campaign, label)
+    pre, post, ctx = hooks
+    report: list[dict[str, object]] = []
+    started: list[tuple[object, dict[str, object]]] = []
+    try:
+        for hook in pre:
+            state = hook.apply(ctx, "pre")
+            started.append((hook, state))
+            report.append(_hook_entry(hook, "pre", state))
+        return _launch(launcher, run_dir, script, timeout_s, progress, campaign, label)
+    finally:
+        for hook, state in reversed(started):
+            done = hook.teardown(ctx, state)
+            if done:
+                report.append(_hook_entry(hook, "teardown", done))
+        for hook in post:
+            report.append(_hook_entry(hook, "post", hook.apply(ctx, "post")))
+        (run_dir / HOOKS_FILE).write_text(json.dumps(report, indent=1, default=str) + "\n")
+
+
+def _launch(
+    launcher: Path,
+    run_dir: Path,
+    script: str,
+    timeout_s: float | None,
+    progress: Progress | None,
+    campaign: str,
+    label: str,
+) -> int:
     cmd_file = run_dir / COMMAND_FILE
     cmd_file.write_text(script)
     cmd_file.chmod(0o755)

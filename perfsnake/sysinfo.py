@@ -28,3 +28,26 @@ def online_cpus() -> tuple[int, ...]:
         import os
 
         return tuple(sorted(os.sched_getaffinity(0)))
+
+
+@cache
+def online_nodes() -> tuple[int, ...]:
+    try:
+        return tuple(parse_cpu_list(Path("/sys/devices/system/node/online").read_text()))
+    except OSError:
+        return (0,)
+
+
+def find_library(soname_prefix: str) -> str | None:
+    """The path of a shared library known to the dynamic linker (ldconfig -p)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False).stdout
+    except OSError:
+        out = ""
+    for line in out.splitlines():
+        name, _, path = line.strip().partition(" => ")
+        if name.split(" ")[0] == soname_prefix or name.startswith(soname_prefix + " "):
+            return path.strip()
+    return None

@@ -13,6 +13,8 @@ from pathlib import Path
 from perfsnake import ROOT, runner
 from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, source_key
 from perfsnake.benchmarks.heater import HEATER_SOURCE
+from perfsnake.instruments.base import Context
+from perfsnake.instruments.hooks import Daemon
 from perfsnake.collect import collect_run, write_result
 from perfsnake.campaign import Campaign, load_campaigns, load_schema, schema_error
 from perfsnake.errors import CampaignError
@@ -120,7 +122,7 @@ class Plan:
         return json.dumps(
             {
                 "record": record.values,
-                "benchmark": c.benchmark.fingerprint(),
+                "benchmark": c.fingerprint(),
                 "duration_s": c.duration_s,
             },
             sort_keys=True,
@@ -133,9 +135,11 @@ class Plan:
         bench = c.benchmark
         rdir = self.workdir / run_dir(name, record_path, run)
         build_dir = self._build_dir(bench, record.build_key) if bench.needs_build() else None
-        ctx = RunContext(c.run_params(record), build_dir, rdir, c.duration_s, self._src_dir(bench))
+        params = c.run_params(record)
+        ctx = RunContext(params, build_dir, rdir, c.duration_s, self._src_dir(bench))
         header = {"campaign": name, "record": record_path, "run": run}
-        return rdir, runner.command_text(rdir, bench.run_script(ctx), header=header)
+        body = c.instruments.compose(Context(params, rdir), bench.run_command(ctx))
+        return rdir, runner.command_text(rdir, body, header=header)
 
     def execute_run(self, name: str, record_path: str, run: int, status_file: str) -> None:
         c = self.campaigns[name]
@@ -144,7 +148,13 @@ class Plan:
         if name not in self._existing:
             self._existing[name] = runner.count_done(self.run_targets(name))
         progress = runner.progress_for(name, rdir, total, self._existing[name])
-        runner.execute(self.workdir / LAUNCHER, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}")
+        ctx = Context(c.run_params(c.by_path[record_path]), rdir)
+        launcher = self.workdir / LAUNCHER
+        for hook in c.instruments.pre:
+            if isinstance(hook, Daemon):
+                hook.launcher = launcher
+        runner.execute(launcher, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
+                       hooks=(c.instruments.pre, c.instruments.post, ctx))  # fmt: skip
 
     # ---- collect, aggregate, plots -------------------------------------------------
     def result_targets(self, name: str) -> list[str]:
@@ -159,7 +169,7 @@ class Plan:
             params = c.run_params(record)
             for i in range(1, c.nb_runs + 1):
                 rdir = self.workdir / run_dir(name, record.path, i)
-                result = collect_run(rdir, c.benchmark, params, record.values, name, i)
+                result = collect_run(rdir, c.benchmark, params, record.values, name, i, c.instruments)
                 write_result(rdir, result)
                 results.append(result)
                 lines.append(f"{record.path}/run-{i}: {result['status']} {json.dumps(result['metrics'], default=str)}\n")

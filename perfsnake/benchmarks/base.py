@@ -102,7 +102,8 @@ class Benchmark:
     def build_script(self, ctx: BuildContext) -> str:
         raise NotImplementedError
 
-    def run_script(self, ctx: RunContext) -> str:
+    def run_command(self, ctx: RunContext) -> list[str] | str:
+        """One run: an argv list, or shell text for template benchmarks."""
         raise NotImplementedError
 
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:

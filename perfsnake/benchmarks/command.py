@@ -75,7 +75,7 @@ class CommandBenchmark(Benchmark):
         values = {**ctx.params, "build_dir": ctx.build_dir, "src_dir": ctx.src_dir or ""}
         return render(self.build, values)
 
-    def run_script(self, ctx: RunContext) -> str:
+    def run_command(self, ctx: RunContext) -> str:
         values = {
             **ctx.params,
             "build_dir": ctx.build_dir or "",

@@ -47,14 +47,14 @@ class HeaterBenchmark(Benchmark):
         argv = ["cc", *flags, "-Wall", "-Wextra", "-Werror", "-o", str(ctx.build_dir / "heater"), str(HEATER_SOURCE)]
         return shlex.join(argv)
 
-    def run_script(self, ctx: RunContext) -> str:
+    def run_command(self, ctx: RunContext) -> list[str]:
         assert ctx.build_dir is not None
         argv = [str(ctx.build_dir / "heater"), "--duration", value_text(ctx.duration_s)]
         if "cpu" in ctx.params:
             argv += ["--cpu", value_text(ctx.params["cpu"])]
         if ctx.params.get("interval_ms"):
             argv += ["--interval-ms", value_text(ctx.params["interval_ms"])]
-        return "exec " + shlex.join(argv)
+        return argv
 
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
         ops = search_metric(_OPS, stdout)

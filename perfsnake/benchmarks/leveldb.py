@@ -61,7 +61,7 @@ class LevelDBBenchmark(Benchmark):
         ]  # fmt: skip
         return "\n".join(shlex.join(cmd) for cmd in (configure, build, fill))
 
-    def run_script(self, ctx: RunContext) -> str:
+    def run_command(self, ctx: RunContext) -> list[str]:
         assert ctx.build_dir is not None
         p = {**self.run_defaults, **ctx.params}
         argv = [
@@ -73,7 +73,7 @@ class LevelDBBenchmark(Benchmark):
             f"--num={value_text(p['num'])}",
             f"--reads={value_text(p['reads'])}",
         ]
-        return "exec " + shlex.join(argv)
+        return argv
 
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
         wanted = str(params.get("bench_name", "readrandom"))

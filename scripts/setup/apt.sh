@@ -8,6 +8,7 @@ PACKAGES=(
   build-essential cmake dpkg-dev fakeroot git ca-certificates curl
   linux-perf libgmock-dev libgtest-dev libsnappy-dev
   python3-venv time procps
+  numactl strace ltrace valgrind libjemalloc2 libgoogle-perftools4
 )
 
 SUDO=""

@@ -1,0 +1,88 @@
+"""Composable instruments: command wrappers, LD_PRELOAD libraries, run hooks.
+
+A campaign lists them under `wrappers`, `shared_libs`, `pre_run_hooks` and
+`post_run_hooks`; each entry is a type name or a mapping with a `type` and
+that instrument's options.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfsnake.errors import CampaignError
+from perfsnake.instruments.base import Context, Instrument
+from perfsnake.instruments.hooks import HOOKS, Hook
+from perfsnake.instruments.libs import LIBS, SharedLib
+from perfsnake.instruments.wrappers import WRAPPERS, Wrapper
+
+SECTIONS: dict[str, dict[str, type[Instrument]]] = {
+    "wrappers": WRAPPERS,  # type: ignore[dict-item]
+    "shared_libs": LIBS,  # type: ignore[dict-item]
+    "pre_run_hooks": HOOKS,  # type: ignore[dict-item]
+    "post_run_hooks": HOOKS,  # type: ignore[dict-item]
+}
+
+
+def _make(section: str, index: int, entry: object, origin: str) -> Instrument:
+    key = f"{section}[{index}]"
+    spec = {"type": entry} if isinstance(entry, str) else entry
+    catalog = SECTIONS[section]
+    if not isinstance(spec, dict) or not isinstance(spec.get("type"), str):
+        raise CampaignError(origin, key, f"expected a name or a mapping with a type (choose from {', '.join(sorted(catalog))})")
+    kind = spec["type"]
+    if kind not in catalog:
+        raise CampaignError(origin, f"{key}.type" if isinstance(entry, dict) else key, f"unknown {section[:-1].replace('_', ' ')} {kind!r} (choose from {', '.join(sorted(catalog))})")
+    instrument = catalog[kind](spec, origin, key)
+    if section.endswith("hooks") and section.split("_")[0] not in instrument.phases:  # type: ignore[attr-defined]
+        raise CampaignError(origin, key, f"{kind} is a {'/'.join(instrument.phases)}-run hook only")  # type: ignore[attr-defined]
+    return instrument
+
+
+@dataclass
+class Instruments:
+    wrappers: list[Wrapper] = field(default_factory=list)
+    libs: list[SharedLib] = field(default_factory=list)
+    pre: list[Hook] = field(default_factory=list)
+    post: list[Hook] = field(default_factory=list)
+
+    @classmethod
+    def from_campaign(cls, data: Mapping[str, object], origin: str) -> Instruments:
+        made = {s: [_make(s, i, e, origin) for i, e in enumerate(data.get(s) or [])] for s in SECTIONS}  # type: ignore[attr-defined]
+        return cls(made["wrappers"], made["shared_libs"], made["pre_run_hooks"], made["post_run_hooks"])  # type: ignore[arg-type]
+
+    def all(self) -> list[Instrument]:
+        return [*self.wrappers, *self.libs, *self.pre, *self.post]
+
+    def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        for instrument in self.all():
+            instrument.check(records, variables)
+
+    def fingerprint(self) -> str:
+        blob = json.dumps([(i.key, i.fingerprint()) for i in self.all()])
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def compose(self, ctx: Context, command: list[str] | str) -> str:
+        """The shell line that runs `command` inside every wrapper, with the preloads."""
+        prefix: list[str] = []
+        for wrapper in self.wrappers:
+            prefix += wrapper.prefix(ctx)
+        preload = [p for lib in self.libs for p in lib.paths(ctx)]
+        inner = command if isinstance(command, list) else ["/bin/sh", "-c", command]
+        if not prefix and not preload:
+            return "exec " + shlex.join(command) if isinstance(command, list) else command
+        line = "exec " + shlex.join(prefix) if prefix else "exec"
+        if preload:
+            # Innermost, so only the benchmark gets it; extends any inherited LD_PRELOAD.
+            line += " env LD_PRELOAD=" + shlex.quote(":".join(preload)) + '"${LD_PRELOAD:+:$LD_PRELOAD}"'
+        return f"{line} {shlex.join(inner)}"
+
+    def metrics(self, run_dir: Path) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for wrapper in self.wrappers:
+            out.update(wrapper.metrics(run_dir))
+        return out

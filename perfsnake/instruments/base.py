@@ -1,0 +1,72 @@
+"""What every instrument (wrapper, shared library, hook) has in common.
+
+An instrument is configured once in the campaign and then receives each
+record's variables, using the ones it understands: a `cpu_list` variable
+drives taskset, an `allocator` variable picks a malloc library. Sweeping a
+mechanism is therefore just another variable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfsnake.errors import CampaignError
+from perfsnake.escape import value_text
+
+
+@dataclass(frozen=True)
+class Context:
+    """What an instrument sees of one run."""
+
+    params: Mapping[str, object]  # every variable of the record, with defaults
+    run_dir: Path
+
+
+class Instrument:
+    #: catalog name (the `type` in the campaign)
+    kind: str = ""
+    #: keys the campaign entry may set besides `type`
+    options: dict[str, object] = {}
+    #: record variables this instrument reads (documentation and checks)
+    variables: tuple[str, ...] = ()
+
+    def __init__(self, spec: Mapping[str, object], origin: str, key: str) -> None:
+        self.origin = origin
+        self.key = key  # e.g. "wrappers[1]", for error messages
+        unknown = sorted(set(spec) - set(self.options) - {"type"})
+        if unknown:
+            known = ", ".join(sorted(["type", *self.options]))
+            raise CampaignError(origin, f"{key}.{unknown[0]}", f"unknown key for {self.kind} (known: {known})")
+        self.spec = {**self.options, **{k: v for k, v in spec.items() if k != "type"}}
+
+    def fail(self, problem: str, field: str | None = None) -> CampaignError:
+        where = f"{self.key}.{field}" if field else self.key
+        return CampaignError(self.origin, where, problem)
+
+    def fingerprint(self) -> str:
+        blob = json.dumps({"type": self.kind, "spec": self.spec}, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        """Reject, before any run, values this instrument cannot use."""
+
+    def require_tool(self, tool: str, package: str) -> str:
+        path = shutil.which(tool)
+        if path is None:
+            raise self.fail(f"{tool} is not installed (Debian package {package}; `make setup` installs it)")
+        return path
+
+    def metrics(self, run_dir: Path) -> dict[str, object]:
+        """Metrics this instrument adds to the run's result (after the run)."""
+        return {}
+
+
+def text(params: Mapping[str, object], name: str, default: object = None) -> str | None:
+    """A record variable as text, or None when the record does not set it."""
+    value = params.get(name, default)
+    return None if value is None else value_text(value)

@@ -1,0 +1,219 @@
+"""Pre-run and post-run hooks: preparing and tearing down a run's context.
+
+Hooks run outside the timed interval. Each reports what it actually did in
+the run's hooks.json (a hook that cannot apply its setting says so instead
+of silently doing nothing) and may add metrics to the result.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from perfsnake.escape import value_text
+from perfsnake.instruments.base import Context, Instrument, text
+from perfsnake.sysinfo import online_cpus
+from perfsnake.template import placeholders, render
+
+#: Seconds between SIGTERM and SIGKILL when a daemon is stopped.
+DAEMON_GRACE_S = 2.0
+
+
+class Hook(Instrument):
+    """apply() runs before the benchmark (pre-run) or after it (post-run).
+
+    teardown() runs after the run, whatever its outcome, for pre-run hooks
+    that leave something behind (a daemon).
+    """
+
+    phases: tuple[str, ...] = ("pre", "post")
+
+    def apply(self, ctx: Context, phase: str) -> dict[str, object]:
+        raise NotImplementedError
+
+    def teardown(self, ctx: Context, state: dict[str, object]) -> dict[str, object]:
+        return {}
+
+
+def _check_template(hook: Hook, template: object, variables: list[str], field: str = "command") -> str:
+    if not isinstance(template, str) or not template.strip():
+        raise hook.fail("needs a shell command", field)
+    try:
+        used = placeholders(template)
+    except ValueError as exc:
+        raise hook.fail(str(exc), field) from None
+    known = set(variables) | {"run_dir"}
+    unknown = sorted(used - known)
+    if unknown:
+        raise hook.fail(f"unknown placeholder {{{unknown[0]}}} (known: {', '.join(sorted(known))})", field)
+    return template
+
+
+def _render(template: str, ctx: Context) -> str:
+    return render(template, {**ctx.params, "run_dir": ctx.run_dir})
+
+
+class Daemon(Hook):
+    """A background command alive for exactly the duration of the run.
+
+    It is started through the launcher (its own process group, output in
+    daemon-<name>/ of the run directory), which also stops it if the
+    workflow dies; after the run it gets SIGTERM, then SIGKILL, on its whole
+    process group, whatever the run's outcome.
+    """
+
+    kind = "daemon"
+    phases = ("pre",)
+    options = {"command": None, "name": "daemon", "startup_s": 0.0}
+    launcher: Path | None = None  # set by the workflow (the built psrun)
+
+    def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        _check_template(self, self.spec["command"], variables)
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(self.spec["name"])):
+            raise self.fail("must be a simple name", "name")
+
+    def apply(self, ctx: Context, phase: str) -> dict[str, object]:
+        out_dir = ctx.run_dir / f"daemon-{self.spec['name']}"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        command = _render(str(self.spec["command"]), ctx)
+        (out_dir / "command.sh").write_text(f"#!/bin/sh\ncd {ctx.run_dir!s} || exit 125\n{command}\n")
+        launcher = self.launcher or Path("resources/bin/psrun")
+        proc = subprocess.Popen(
+            [str(launcher), "--dir", str(out_dir), "--grace", str(DAEMON_GRACE_S), "--", "/bin/sh", str(out_dir / "command.sh")],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        if float(self.spec["startup_s"]):  # type: ignore[arg-type]
+            time.sleep(float(self.spec["startup_s"]))  # type: ignore[arg-type]
+        return {"applied": True, "pid": proc.pid, "command": command, "_proc": proc}
+
+    def teardown(self, ctx: Context, state: dict[str, object]) -> dict[str, object]:
+        proc = state.get("_proc")
+        if not isinstance(proc, subprocess.Popen):
+            return {}
+        early_exit = proc.poll()
+        if early_exit is None:
+            proc.send_signal(signal.SIGTERM)  # the launcher stops the group: TERM, then KILL
+            try:
+                proc.wait(timeout=DAEMON_GRACE_S + 5)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        status_file = ctx.run_dir / f"daemon-{self.spec['name']}" / "status.json"
+        note = "stopped after the run" if early_exit is None else "exited before the run ended"
+        if status_file.exists():
+            note = "exited before the run ended"
+        return {"stopped": True, "note": note}
+
+
+class DropCaches(Hook):
+    """sync, then drop the page cache, dentries and inodes (needs root)."""
+
+    kind = "drop_caches"
+    PATH = Path("/proc/sys/vm/drop_caches")
+
+    def apply(self, ctx: Context, phase: str) -> dict[str, object]:
+        os.sync()
+        try:
+            self.PATH.write_text("3\n")
+        except OSError as exc:
+            return {"applied": False, "note": f"cannot drop caches: {exc.strerror}"}
+        return {"applied": True}
+
+
+class Governor(Hook):
+    """Sets the cpufreq governor of every online CPU; records what is in force."""
+
+    kind = "governor"
+    options = {"governor": None, "variable": "governor"}
+
+    def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        if self.spec["governor"] is None and str(self.spec["variable"]) not in variables:
+            raise self.fail(f"set `governor:` or sweep a {self.spec['variable']!r} variable")
+
+    def apply(self, ctx: Context, phase: str) -> dict[str, object]:
+        wanted = self.spec["governor"] or text(ctx.params, str(self.spec["variable"]))
+        files = [Path(f"/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor") for c in online_cpus()]
+        if not any(f.exists() for f in files):
+            return {"applied": False, "requested": wanted, "in_force": None, "note": "no cpufreq on this machine"}
+        errors = []
+        for f in files:
+            try:
+                f.write_text(f"{wanted}\n")
+            except OSError as exc:
+                errors.append(f"{f.parent.parent.name}: {exc.strerror}")
+        in_force = sorted({f.read_text().strip() for f in files if f.exists()})
+        applied = in_force == [wanted]
+        result: dict[str, object] = {"applied": applied, "requested": wanted, "in_force": ",".join(in_force)}
+        if errors:
+            result["note"] = "; ".join(errors)
+        return result
+
+
+class Cooldown(Hook):
+    """Waits a fixed time (e.g. after the run, so heat does not carry over)."""
+
+    kind = "cooldown"
+    options = {"seconds": 1.0}
+
+    def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        seconds = self.spec["seconds"]
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+            raise self.fail("expected a non-negative number", "seconds")
+
+    def apply(self, ctx: Context, phase: str) -> dict[str, object]:
+        time.sleep(float(self.spec["seconds"]))  # type: ignore[arg-type]
+        return {"applied": True, "seconds": self.spec["seconds"]}
+
+
+class Command(Hook):
+    """Any shell command (a template over the record's variables), in the run directory.
+
+    Its exit status is recorded; `metrics` (name: regex with one group) parse
+    its output into result metrics.
+    """
+
+    kind = "command"
+    options = {"command": None, "name": "command", "metrics": {}}
+
+    def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        _check_template(self, self.spec["command"], variables)
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(self.spec["name"])):
+            raise self.fail("must be a simple name", "name")
+        metrics = self.spec["metrics"]
+        if not isinstance(metrics, dict):
+            raise self.fail("expected a mapping of name: regex", "metrics")
+        self.patterns = {}
+        for name, regex in metrics.items():
+            try:
+                pattern = re.compile(str(regex), re.M)
+            except re.error as exc:
+                raise self.fail(f"invalid regex: {exc}", f"metrics.{name}") from None
+            if pattern.groups != 1:
+                raise self.fail("regex must have exactly one group", f"metrics.{name}")
+            self.patterns[name] = pattern
+
+    def apply(self, ctx: Context, phase: str) -> dict[str, object]:
+        command = _render(str(self.spec["command"]), ctx)
+        log = ctx.run_dir / f"hook-{self.spec['name']}-{phase}.log"
+        with log.open("w") as out:
+            proc = subprocess.run(["/bin/sh", "-c", command], cwd=ctx.run_dir, stdout=out, stderr=subprocess.STDOUT, check=False)
+        result: dict[str, object] = {"applied": proc.returncode == 0, "exit_code": proc.returncode}
+        output = log.read_text(errors="replace")
+        values = {}
+        for name, pattern in self.patterns.items():
+            match = pattern.search(output)
+            values[f"hook.{self.spec['name']}.{name}"] = value_text(match.group(1)) if match else None
+        if values:
+            result["metrics"] = values
+        if proc.returncode != 0:
+            result["note"] = f"exited with {proc.returncode} (see {log.name})"
+        return result
+
+
+HOOKS: dict[str, type[Hook]] = {h.kind: h for h in (Daemon, DropCaches, Governor, Cooldown, Command)}
