@@ -1,0 +1,164 @@
+"""Wrappers, shared libraries and hooks, with real processes."""
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers import snakemake, write_campaign
+from perfsnake.aggregate import read_csv
+from perfsnake.campaign import load_campaign
+from perfsnake.errors import CampaignError
+from perfsnake.instruments.base import Context
+from perfsnake.instruments.wrappers import Strace, Time, parse_strace_summary
+from perfsnake.sysinfo import online_cpus
+
+
+def campaign(command, variables, **extra):
+    data = {"name": "i", "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=(\S+)"}}, "variables": variables}
+    data.update(extra)
+    return data
+
+
+def load(tmp_path, data):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_campaign(path)
+
+
+def test_wrappers_compose_in_declared_order_with_quoting(tmp_path):
+    c = load(tmp_path, campaign("echo value={x}", {"x": ["a b"], "nice": [5]}, wrappers=[{"type": "env", "set": {"V": "x y;$(id)"}}, "nice", "time"]))
+    line = c.instruments.compose(Context({"x": "a b", "nice": 5}, tmp_path), "echo value='a b'")
+    assert line == "exec env 'V=x y;$(id)' nice -n 5 /usr/bin/time -v -o time.txt /bin/sh -c 'echo value='\"'\"'a b'\"'\"''"
+
+
+def test_no_instrument_leaves_the_command_alone(tmp_path):
+    c = load(tmp_path, campaign("echo value={x}", {"x": [1]}))
+    assert c.instruments.compose(Context({"x": 1}, tmp_path), "echo value=1") == "echo value=1"
+
+
+@pytest.mark.parametrize(
+    "extra,key,problem",
+    [
+        ({"wrappers": ["tasket"]}, "wrappers[0]", "unknown wrapper 'tasket' (choose from env, ltrace, nice, numactl, strace, taskset, time, valgrind)"),
+        ({"shared_libs": [{"type": "mimalloc"}]}, "shared_libs[0].type", "unknown shared lib 'mimalloc'"),
+        ({"pre_run_hooks": ["nap"]}, "pre_run_hooks[0]", "unknown pre run hook 'nap'"),
+        ({"post_run_hooks": [{"type": "daemon", "command": "sleep 1"}]}, "post_run_hooks[0]", "pre-run hook only"),
+        ({"wrappers": ["taskset"], "variables": {"cpu_list": ["0", "4096"]}}, "wrappers[0]", "CPU 4096 in '4096' is not online"),
+        ({"wrappers": ["taskset"], "variables": {"cpu_list": ["zero"]}}, "wrappers[0].variables.cpu_list", "is not a CPU list"),
+        ({"shared_libs": [{"type": "preload", "path": "/nonexistent/lib.so"}]}, "shared_libs[0].path", "does not exist"),
+        ({"shared_libs": ["allocator"], "variables": {"allocator": ["glibc", "hoard"]}}, "shared_libs[0].variables.allocator", "unknown allocator 'hoard'"),
+        ({"wrappers": [{"type": "env", "variables": ["nope"]}]}, "wrappers[0].variables", "'nope' is not a campaign variable"),
+        ({"wrappers": [{"type": "taskset", "cpus": "0"}]}, "wrappers[0].cpus", "unknown key for taskset"),
+        ({"pre_run_hooks": [{"type": "command", "command": "echo {what}"}]}, "pre_run_hooks[0].command", "unknown placeholder {what}"),
+    ],
+)
+def test_bad_instruments_fail_before_any_run(tmp_path, extra, key, problem):
+    data = campaign("echo value=1", extra.pop("variables", {"x": [1]}), **extra)
+    with pytest.raises(CampaignError) as info:
+        load(tmp_path, data)
+    assert info.value.key == key, str(info.value)
+    assert problem in info.value.problem, str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_parse_real_strace_and_time_outputs(tmp_path):
+    subprocess.run(["strace", "-c", "-f", "-o", str(tmp_path / "strace.txt"), "/bin/sh", "-c", "ls / > /dev/null; cat /nonexistent 2>/dev/null; true"], check=True)
+    subprocess.run(["/usr/bin/time", "-v", "-o", str(tmp_path / "time.txt"), "/bin/sh", "-c", "true"], check=True)
+    strace = parse_strace_summary((tmp_path / "strace.txt").read_text())
+    assert strace["strace.total_calls"] > 10 and strace["strace.total_errors"] >= 1
+    assert strace["strace.calls.execve"] >= 2
+    assert sum(v for k, v in strace.items() if k.startswith("strace.calls.")) == strace["strace.total_calls"]
+    assert Strace({"type": "strace"}, "t", "w").metrics(tmp_path)["strace.total_calls"] == strace["strace.total_calls"]
+    metrics = Time({"type": "time"}, "t", "w").metrics(tmp_path)
+    assert metrics["time.max_rss_kb"] > 100 and metrics["time.voluntary_ctx_switches"] >= 0
+
+
+@pytest.mark.e2e
+def test_affinity_preload_and_measuring_wrappers_end_to_end(tmp_path):
+    cpu = online_cpus()[-1]
+    command = "grep Cpus_allowed_list /proc/self/status; grep -c libjemalloc /proc/self/maps || true; echo path=$PATH; echo value=1"
+    camp = write_campaign(tmp_path, campaign(
+        command, {"cpu_list": ["", str(cpu)], "allocator": ["glibc", "jemalloc"]},
+        wrappers=["taskset", "time", "strace"], shared_libs=["allocator"], nb_runs=1,
+    ))  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    runs = tmp_path / "results/i/runs"
+    cpus = online_cpus()
+    unpinned = f"{cpus[0]}-{cpus[-1]}" if len(cpus) > 1 else str(cpus[0])
+    for cpu_dir, allowed in (("cpu_list-%", None), (f"cpu_list-{cpu}", str(cpu))):
+        for alloc, maps in (("glibc", "0"), ("jemalloc", None)):
+            out = (runs / cpu_dir / f"allocator-{alloc}" / "run-1" / "stdout.txt").read_text().splitlines()
+            assert out[0].split(":")[1].strip() == (allowed or unpinned), out
+            if alloc == "glibc":
+                assert out[1] == "0"
+            else:
+                assert int(out[1]) >= 1  # the library is mapped into the child
+            assert "/usr/bin" in out[2]  # PATH kept
+            cmd = (runs / cpu_dir / f"allocator-{alloc}" / "run-1" / "command.sh").read_text()
+            assert ("taskset -c" in cmd) == (allowed is not None)
+            assert ("LD_PRELOAD" in cmd) == (alloc == "jemalloc")
+    frame = read_csv(tmp_path / "results/i/i.csv")
+    assert (frame["status"] == "ok").all()
+    assert (frame["time.max_rss_kb"] > 0).all() and (frame["strace.total_calls"] > 0).all()
+
+
+@pytest.mark.e2e
+def test_valgrind_counts_instructions(tmp_path):
+    camp = write_campaign(tmp_path, campaign("/bin/true; echo value=1", {"x": [1]}, wrappers=["valgrind"], nb_runs=2))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_csv(tmp_path / "results/i/i.csv")
+    assert (frame["valgrind.instructions"] > 1000).all()
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.e2e
+def test_daemon_never_outlives_its_run(tmp_path):
+    daemon = {"type": "daemon", "name": "bg", "command": "sleep 300 & echo $! > {run_dir}/daemon-child.pid; trap '' TERM; while :; do sleep 0.1; done"}
+    command = "if [ {x} = fail ]; then exit 4; fi; if [ {x} = slow ]; then sleep 30; fi; sleep 0.3; echo value=1"
+    camp = write_campaign(tmp_path, campaign(command, {"x": ["ok", "fail", "slow"]}, timeout_s=1, pre_run_hooks=[daemon], post_run_hooks=[{"type": "cooldown", "seconds": 0}]))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_csv(tmp_path / "results/i/i.csv")
+    assert dict(zip(frame["x"], frame["status"])) == {"ok": "ok", "fail": "failed", "slow": "timeout"}
+    time.sleep(0.2)
+    for x in ("ok", "fail", "slow"):
+        rdir = tmp_path / f"results/i/runs/x-{x}/run-1"
+        pid = int((rdir / "daemon-child.pid").read_text())
+        assert not _alive(pid), x
+        hooks = json.loads((rdir / "hooks.json").read_text())
+        assert [h["phase"] for h in hooks] == ["pre", "teardown", "post"]
+        assert hooks[1]["stopped"] is True
+    left = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True, check=False).stdout.split()
+    assert left == []
+
+
+@pytest.mark.e2e
+def test_hooks_report_what_they_applied(tmp_path):
+    hooks = ["drop_caches", {"type": "governor", "governor": "performance"}, {"type": "command", "name": "probe", "command": "echo seen={x}", "metrics": {"seen": r"seen=(\S+)"}}]
+    camp = write_campaign(tmp_path, campaign("echo value={x}", {"x": [7]}, pre_run_hooks=hooks, post_run_hooks=[{"type": "command", "name": "after", "command": "exit 3"}]))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    result = json.loads((tmp_path / "results/i/runs/x-7/run-1/result.json").read_text())
+    by_type = {(h["type"], h["phase"]): h for h in result["hooks"]}
+    drop = by_type[("drop_caches", "pre")]
+    assert drop["applied"] is (os.geteuid() == 0) or "note" in drop
+    gov = by_type[("governor", "pre")]
+    has_cpufreq = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").exists()
+    if not has_cpufreq:
+        assert gov["applied"] is False and gov["note"] == "no cpufreq on this machine"
+    else:
+        assert gov["in_force"]
+    assert result["metrics"]["hook.probe.seen"] == "7"
+    after = by_type[("command", "post")]
+    assert after["applied"] is False and after["exit_code"] == 3 and "exited with 3" in after["note"]
+    assert result["status"] == "ok"
