@@ -190,7 +190,7 @@ class Campaign:
         return {r.build_key: self.build_params(r) for r in self.records}
 
     def metric_names(self) -> list[str]:
-        return list(self.benchmark.metrics)
+        return [*self.benchmark.metrics, *self.instruments.declared_metrics()]
 
     def fingerprint(self) -> str:
         """What a run executes beyond its record: benchmark and instruments."""
@@ -305,7 +305,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     benchmark.check(recs, order)
     instruments = Instruments.from_campaign(data, origin)
     instruments.check(recs, order)
-    plots = _check_plots(data["plots"], order, list(benchmark.metrics), origin)
+    plots = _check_plots(data["plots"], order, [*benchmark.metrics, *instruments.declared_metrics()], origin)
     build_vars = benchmark.build_variables(order)
     records = [Record(r, record_path(r, order), key_component(r, build_vars)) for r in recs]
     campaign = Campaign(

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from perfsnake import ROOT, runner
 from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, source_key
-from perfsnake.benchmarks.heater import HEATER_SOURCE
 from perfsnake.instruments.base import Context
 from perfsnake.instruments.hooks import Daemon
+from perfsnake.instruments.locks import Lock
 from perfsnake.collect import collect_run, write_result
 from perfsnake.campaign import Campaign, load_campaigns, load_schema, schema_error
 from perfsnake.errors import CampaignError
@@ -48,6 +48,7 @@ class Plan:
         self.sources: dict[str, dict[str, str]] = {}
         self._existing: dict[str, int] = {}
         self._specs: dict[tuple[str, str], str] = {}
+        self._instrument_builds: dict[str, dict[str, list[str]]] = {}
         for c in campaigns:
             bench = c.benchmark
             if bench.source is not None:
@@ -58,6 +59,19 @@ class Plan:
                     if previous and previous[0].fingerprint() != bench.fingerprint():
                         raise CampaignError(c.origin, "benchmark", f"build {bench.key}/{key} is defined differently by another campaign")
                     self.builds[(bench.key, key)] = (bench, params)
+            # Instruments that need building (the lock library), per record.
+            self._instrument_builds[c.name] = {}
+            for record in c.records:
+                needed = []
+                for lib in c.instruments.libs:
+                    if isinstance(lib, Lock):
+                        found = lib.build_params(c.run_params(record))
+                        if found:
+                            key, params = found
+                            self.builds[(lib.builder.key, key)] = (lib.builder, params)
+                            needed.append(f"resources/builds/{lib.builder.key}/{key}")
+                needed += [f"resources/bin/{tool}" for tool in c.instruments.tools()]
+                self._instrument_builds[c.name][record.path] = needed
 
     # ---- targets --------------------------------------------------------------
     def campaign_targets(self, name: str) -> list[str]:
@@ -92,8 +106,7 @@ class Plan:
         inputs = []
         if bench.source is not None:
             inputs.append(f"resources/src/{source_key(bench.source)}")
-        if bench.name == "heater":
-            inputs.append(str(HEATER_SOURCE))
+        inputs += [str(p) for p in bench.source_files()]
         return inputs
 
     def build_spec(self, bench_key: str, key: str, threads: int = 2) -> str:
@@ -104,9 +117,10 @@ class Plan:
     # ---- run ---------------------------------------------------------------------
     def run_build_input(self, name: str, record_path: str) -> list[str]:
         c = self.campaigns[name]
+        builds = self._instrument_builds[name][record_path]
         if not c.benchmark.needs_build():
-            return []
-        return [f"resources/builds/{c.benchmark.key}/{c.by_path[record_path].build_key}"]
+            return builds
+        return [f"resources/builds/{c.benchmark.key}/{c.by_path[record_path].build_key}", *builds]
 
     def run_spec(self, name: str, record_path: str) -> str:
         """Everything that defines a run; a change here re-runs it (params trigger)."""
@@ -138,7 +152,7 @@ class Plan:
         params = c.run_params(record)
         ctx = RunContext(params, build_dir, rdir, c.duration_s, self._src_dir(bench))
         header = {"campaign": name, "record": record_path, "run": run}
-        body = c.instruments.compose(Context(params, rdir), bench.run_command(ctx))
+        body = c.instruments.compose(Context(params, rdir, self.workdir), bench.run_command(ctx))
         return rdir, runner.command_text(rdir, body, header=header)
 
     def execute_run(self, name: str, record_path: str, run: int, status_file: str) -> None:
@@ -148,7 +162,7 @@ class Plan:
         if name not in self._existing:
             self._existing[name] = runner.count_done(self.run_targets(name))
         progress = runner.progress_for(name, rdir, total, self._existing[name])
-        ctx = Context(c.run_params(c.by_path[record_path]), rdir)
+        ctx = Context(c.run_params(c.by_path[record_path]), rdir, self.workdir)
         launcher = self.workdir / LAUNCHER
         for hook in c.instruments.pre:
             if isinstance(hook, Daemon):

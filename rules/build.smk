@@ -2,13 +2,15 @@
 # run variable never rebuilds and one changed build value rebuilds one build.
 
 
-rule launcher:
+rule tool:
     input:
-        str(ws.ROOT / "src/psrun/psrun.c"),
+        str(ws.ROOT / "src/{tool}/{tool}.c"),
     output:
-        "resources/bin/psrun",
+        "resources/bin/{tool}",
     log:
-        "resources/logs/launcher.log",
+        "resources/logs/tool/{tool}.log",
+    wildcard_constraints:
+        tool="psrun|psplace",
     conda:
         "../envs/build.yaml"
     shell:

@@ -33,10 +33,6 @@ def all_targets():
     return PLAN.all_targets()
 
 
-def launcher_path():
-    return "resources/bin/psrun"
-
-
 def build_input(wildcards):
     return PLAN.build_inputs(wildcards.bench, wildcards.bkey)
 

@@ -58,3 +58,16 @@ def test_leveldb_from_debian_source(tmp_path):
     })))  # fmt: skip
     proc = snakemake(tmp_path, camp, "--cores", "2", "all", timeout=600)
     assert jobs_run(proc, "fetch") == 0 and jobs_run(proc, "build") == 0 and jobs_run(proc, "run") == 2
+    # db_bench under every lock algorithm of our library, reusing the build.
+    from perfsnake.instruments.locks import ALGORITHMS
+
+    locks = write_campaign(tmp_path, {
+        "name": "ldb_locks", "benchmark": "leveldb",
+        "variables": {"num": [20000], "lock": ["pthread", *ALGORITHMS], "nb_threads": [2], "reads": [20000]},
+        "nb_runs": 1, "timeout_s": 120, "shared_libs": ["lock"],
+    }, name="locks.yaml")  # fmt: skip
+    proc = snakemake(tmp_path, locks, "--cores", "2", "all", timeout=900)
+    assert jobs_run(proc, "fetch") == 0 and jobs_run(proc, "build") == len(ALGORITHMS)
+    frame = read_csv(tmp_path / "results/ldb_locks/ldb_locks.csv")
+    assert sorted(frame["lock"]) == sorted(["pthread", *ALGORITHMS])
+    assert (frame["status"] == "ok").all() and (frame["ops_per_s"] > 1000).all()

@@ -162,3 +162,31 @@ def test_hooks_report_what_they_applied(tmp_path):
     after = by_type[("command", "post")]
     assert after["applied"] is False and after["exit_code"] == 3 and "exited with 3" in after["note"]
     assert result["status"] == "ok"
+
+
+@pytest.mark.e2e
+def test_placement_daemon_pins_threads_by_policy(tmp_path):
+    program = Path(__file__).parent / "data" / "threads_report.c"
+    camp = write_campaign(tmp_path, {
+        "name": "place",
+        "benchmark": {"type": "command", "build": f"cc -O2 -pthread -o {{build_dir}}/threads {program}",
+                      "command": "{build_dir}/threads 4", "metrics": {"value": r"value=(\S+)"}},
+        "variables": {"placement": ["normal", "round_robin", "close", "far"]},
+        "pre_run_hooks": ["placement"], "nb_runs": 1, "timeout_s": 30,
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    cpus = online_cpus()
+    for policy in ("normal", "round_robin", "close", "far"):
+        rdir = tmp_path / f"results/place/runs/placement-{policy}/run-1"
+        allowed = [line.split("allowed ")[1] for line in (rdir / "stdout.txt").read_text().splitlines() if "allowed" in line]
+        assert len(allowed) == 4
+        log = (rdir / "daemon-placement" / "stdout.txt").read_text()
+        assert f"policy {policy}" in log and "psplace done" in log
+        if policy == "normal":
+            assert all(a != str(c) for a in allowed for c in cpus) or len(cpus) == 1
+        else:
+            # Every worker thread is pinned to one CPU, and the log says which.
+            assert all(a.isdigit() and int(a) in cpus for a in allowed), allowed
+            assert log.count(f"policy {policy} cpu ") >= 5  # main thread + 4 workers
+        if policy == "round_robin" and len(cpus) > 1:
+            assert len(set(allowed)) > 1

@@ -99,6 +99,10 @@ class Benchmark:
     def needs_build(self) -> bool:
         return True
 
+    def source_files(self) -> list[Path]:
+        """Files of our own that the build compiles (rebuild when they change)."""
+        return []
+
     def build_script(self, ctx: BuildContext) -> str:
         raise NotImplementedError
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
+from pathlib import Path
 
 from perfsnake import ROOT
 from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, search_metric
@@ -23,6 +24,9 @@ class HeaterBenchmark(Benchmark):
     build_defaults = {"cflags": "-O2"}
     run_defaults: dict[str, object] = {}
     metrics = ("operations", "ops_per_s", "duration_s")
+
+    def source_files(self) -> list[Path]:
+        return [HEATER_SOURCE]
 
     def generate_values(self, variable: str, generator: str) -> list[object] | None:
         if variable == "cpu" and generator == "all":

@@ -62,6 +62,13 @@ class Instruments:
         for instrument in self.all():
             instrument.check(records, variables)
 
+    def tools(self) -> list[str]:
+        """Our own helper programs the runs need (built into resources/bin)."""
+        return sorted({t for i in self.all() if (t := getattr(i, "tool", None))})
+
+    def declared_metrics(self) -> list[str]:
+        return [m for i in self.all() for m in i.declared_metrics()]
+
     def fingerprint(self) -> str:
         blob = json.dumps([(i.key, i.fingerprint()) for i in self.all()])
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -12,7 +12,7 @@ import hashlib
 import json
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfsnake.errors import CampaignError
@@ -25,6 +25,7 @@ class Context:
 
     params: Mapping[str, object]  # every variable of the record, with defaults
     run_dir: Path
+    workdir: Path = field(default_factory=Path.cwd)  # where resources/ and results/ live
 
 
 class Instrument:
@@ -60,6 +61,10 @@ class Instrument:
         if path is None:
             raise self.fail(f"{tool} is not installed (Debian package {package}; `make setup` installs it)")
         return path
+
+    def declared_metrics(self) -> list[str]:
+        """The metric names this instrument always reports (for plots)."""
+        return []
 
     def metrics(self, run_dir: Path) -> dict[str, object]:
         """Metrics this instrument adds to the run's result (after the run)."""

@@ -111,6 +111,42 @@ class Daemon(Hook):
         return {"stopped": True, "note": note}
 
 
+class Placement(Daemon):
+    """Our thread-placement daemon (src/psplace) with a policy per record.
+
+    The policy comes from the `policy` option or the record's `placement`
+    variable (option `variable`): normal, close, far or round_robin. The
+    decision for every thread is logged in daemon-placement/stdout.txt.
+    """
+
+    kind = "placement"
+    POLICIES = ("normal", "close", "far", "round_robin")
+    options = {"policy": None, "variable": "placement", "interval_ms": 5}
+    tool = "psplace"
+
+    def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        var = str(self.spec["variable"])
+        if self.spec["policy"] is None and var not in variables:
+            raise self.fail(f"set `policy:` or sweep a {var!r} variable ({', '.join(self.POLICIES)})")
+        for record in records:
+            policy = self.spec["policy"] or value_text(record[var])
+            if policy not in self.POLICIES:
+                raise self.fail(f"unknown placement policy {policy!r} (choose from {', '.join(self.POLICIES)})", f"variables.{var}" if not self.spec["policy"] else "policy")
+        self.spec["name"] = "placement"
+        self.spec["startup_s"] = 0.05
+        interval = self.spec["interval_ms"]
+        if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
+            raise self.fail("expected a positive integer", "interval_ms")
+
+    def apply(self, ctx: Context, phase: str) -> dict[str, object]:
+        policy = self.spec["policy"] or value_text(ctx.params[str(self.spec["variable"])])
+        binary = ctx.workdir / "resources" / "bin" / self.tool
+        self.spec["command"] = f"exec {binary} --policy {policy} --dir {{run_dir}} --interval-ms {self.spec['interval_ms']}"
+        state = super().apply(ctx, phase)
+        state["policy"] = policy
+        return state
+
+
 class DropCaches(Hook):
     """sync, then drop the page cache, dentries and inodes (needs root)."""
 
@@ -198,6 +234,9 @@ class Command(Hook):
                 raise self.fail("regex must have exactly one group", f"metrics.{name}")
             self.patterns[name] = pattern
 
+    def declared_metrics(self) -> list[str]:
+        return [f"hook.{self.spec['name']}.{name}" for name in self.spec["metrics"]]  # type: ignore[union-attr]
+
     def apply(self, ctx: Context, phase: str) -> dict[str, object]:
         command = _render(str(self.spec["command"]), ctx)
         log = ctx.run_dir / f"hook-{self.spec['name']}-{phase}.log"
@@ -216,4 +255,4 @@ class Command(Hook):
         return result
 
 
-HOOKS: dict[str, type[Hook]] = {h.kind: h for h in (Daemon, DropCaches, Governor, Cooldown, Command)}
+HOOKS: dict[str, type[Hook]] = {h.kind: h for h in (Daemon, Placement, DropCaches, Governor, Cooldown, Command)}

@@ -97,4 +97,10 @@ class Preload(SharedLib):
         return [self.path]
 
 
-LIBS: dict[str, type[SharedLib]] = {lib.kind: lib for lib in (Jemalloc, Tcmalloc, Allocator, Preload)}
+def _catalog() -> dict[str, type[SharedLib]]:
+    from perfsnake.instruments.locks import Lock
+
+    return {lib.kind: lib for lib in (Jemalloc, Tcmalloc, Allocator, Preload, Lock)}
+
+
+LIBS: dict[str, type[SharedLib]] = _catalog()

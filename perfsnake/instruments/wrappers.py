@@ -153,6 +153,9 @@ class Time(Wrapper):
     def prefix(self, ctx: Context) -> list[str]:
         return ["/usr/bin/time", "-v", "-o", self.OUT]
 
+    def declared_metrics(self) -> list[str]:
+        return [f"time.{name}" for name in self.FIELDS.values()]
+
     def metrics(self, run_dir: Path) -> dict[str, object]:
         out = {f"time.{name}": None for name in self.FIELDS.values()}
         path = run_dir / self.OUT
@@ -196,6 +199,9 @@ class Strace(Wrapper):
     def prefix(self, ctx: Context) -> list[str]:
         return ["strace", "-c", "-f", "-o", self.OUT]
 
+    def declared_metrics(self) -> list[str]:
+        return ["strace.total_calls", "strace.total_errors", "strace.total_seconds"]
+
     def metrics(self, run_dir: Path) -> dict[str, object]:
         path = run_dir / self.OUT
         found = parse_strace_summary(path.read_text(errors="replace")) if path.exists() else {}
@@ -213,6 +219,9 @@ class Ltrace(Wrapper):
 
     def prefix(self, ctx: Context) -> list[str]:
         return ["ltrace", "-c", "-f", "-o", self.OUT]
+
+    def declared_metrics(self) -> list[str]:
+        return ["ltrace.total_calls"]
 
     def metrics(self, run_dir: Path) -> dict[str, object]:
         path = run_dir / self.OUT
@@ -239,6 +248,9 @@ class Valgrind(Wrapper):
 
     def prefix(self, ctx: Context) -> list[str]:
         return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={self.OUT}", "--quiet"]
+
+    def declared_metrics(self) -> list[str]:
+        return ["valgrind.instructions"]
 
     def metrics(self, run_dir: Path) -> dict[str, object]:
         path = run_dir / self.OUT
