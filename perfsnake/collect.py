@@ -34,11 +34,19 @@ def collect_run(
     status = json.loads((run_dir / "status.json").read_text())
     stdout = read_text(run_dir / "stdout.txt")
     stderr = read_text(run_dir / "stderr.txt")
-    metrics = benchmark.parse(stdout, stderr, params)
+    parse_errors: list[str] = []
+    try:
+        metrics = benchmark.parse(stdout, stderr, params)
+    except Exception as exc:  # noqa: BLE001 - an unparsable run is data, not a crash
+        metrics = {name: None for name in benchmark.metrics}
+        parse_errors.append(f"{benchmark.name}: {exc!r}")
     own_metrics = dict(metrics)
     hooks: list[dict] = []
     if instruments is not None:
-        metrics.update(instruments.metrics(run_dir))
+        try:
+            metrics.update(instruments.metrics(run_dir))
+        except Exception as exc:  # noqa: BLE001
+            parse_errors.append(f"instruments: {exc!r}")
         hooks_file = run_dir / "hooks.json"
         if hooks_file.exists():
             hooks = json.loads(hooks_file.read_text())
@@ -70,6 +78,8 @@ def collect_run(
     }
     if hooks:
         result["hooks"] = hooks
+    if parse_errors:
+        result["parse_errors"] = parse_errors
     if "reason" in status:
         result["reason"] = status["reason"]
     if state != "ok":

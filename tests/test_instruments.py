@@ -190,3 +190,35 @@ def test_placement_daemon_pins_threads_by_policy(tmp_path):
             assert log.count(f"policy {policy} cpu ") >= 5  # main thread + 4 workers
         if policy == "round_robin" and len(cpus) > 1:
             assert len(set(allowed)) > 1
+
+
+@pytest.mark.e2e
+def test_numactl_and_ltrace(tmp_path):
+    cpu = online_cpus()[-1]
+    command = "grep Cpus_allowed_list /proc/self/status; echo value=1"
+    camp = write_campaign(tmp_path, campaign(command, {"physcpubind": [str(cpu)], "membind": ["0"]}, wrappers=["numactl", "ltrace"], nb_runs=1))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    rdir = next((tmp_path / "results/i/runs").rglob("run-1"))
+    assert f"numactl --physcpubind={cpu} --membind=0 ltrace" in (rdir / "command.sh").read_text()
+    assert (rdir / "stdout.txt").read_text().startswith(f"Cpus_allowed_list:\t{cpu}\n")
+    frame = read_csv(tmp_path / "results/i/i.csv")
+    assert frame["ltrace.total_calls"][0] > 0
+
+
+def test_numactl_rejects_two_memory_policies(tmp_path):
+    with pytest.raises(CampaignError, match="one memory policy"):
+        load(tmp_path, campaign("echo", {"membind": ["0"], "interleave": ["0"]}, wrappers=["numactl"]))
+
+
+def test_unparsable_instrument_output_is_recorded_not_fatal(tmp_path):
+    from perfsnake.collect import collect_run
+
+    c = load(tmp_path, campaign("echo value=1", {"x": [1]}, wrappers=["time"]))
+    rdir = tmp_path / "run"
+    rdir.mkdir()
+    (rdir / "status.json").write_text(json.dumps({"status": "ok", "exit_code": 0, "wall_s": 0.1, "start": "s", "end": "e", "start_epoch": 1.0, "end_epoch": 1.1}))
+    (rdir / "stdout.txt").write_text("value=1\n")
+    (rdir / "time.txt").write_text("\tMaximum resident set size (kbytes): lots\n")
+    result = collect_run(rdir, c.benchmark, {"x": 1}, {"x": 1}, "i", 1, c.instruments)
+    assert result["metrics"]["value"] == 1 and result["status"] == "ok"
+    assert "instruments" in result["parse_errors"][0]

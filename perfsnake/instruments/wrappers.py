@@ -65,6 +65,11 @@ class Numactl(Wrapper):
         self.require_tool("numactl", "numactl")
         cpus, nodes = online_cpus(), online_nodes()
         for record in records:
+            policies = [v for v in ("membind", "interleave") if text(record, v)]
+            if record.get("localalloc") in (True, "true", "yes", 1):
+                policies.append("localalloc")
+            if len(policies) > 1:
+                raise self.fail(f"numactl takes one memory policy, the record sets {' and '.join(policies)}")
             for var, valid, label in (("physcpubind", cpus, "CPU"), ("membind", nodes, "NUMA node"), ("interleave", nodes, "NUMA node")):
                 value = text(record, var)
                 if not value or value == "all":
@@ -230,8 +235,8 @@ class Ltrace(Wrapper):
             for line in path.read_text(errors="replace").splitlines():
                 parts = line.split()
                 if len(parts) >= 4 and re.fullmatch(r"[0-9.]+", parts[0]):
-                    if parts[-1] == "total":
-                        metrics["ltrace.total_calls"] = int(parts[3])
+                    if parts[-1] == "total":  # no usecs/call column on this line
+                        metrics["ltrace.total_calls"] = int(parts[-2])
                     else:
                         metrics[f"ltrace.calls.{parts[-1]}"] = int(parts[3])
         return metrics
