@@ -74,6 +74,7 @@ def chart(frame: pd.DataFrame, spec: Mapping[str, object], pretty: Mapping[str, 
         ).transform_calculate(jitter="random()")
     else:
         result = alt.Chart(ok).mark_boxplot(extent="min-max").encode(y=alt.Y(f"{y}:Q", scale=y_scale), **enc)
+    result = result.properties(width=360, height=260)
     if facet:
         result = result.facet(column=alt.Column(f"{facet}:N", title=facet))
     title = str(spec.get("title") or f"{y} by {x}")

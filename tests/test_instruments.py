@@ -222,3 +222,14 @@ def test_unparsable_instrument_output_is_recorded_not_fatal(tmp_path):
     result = collect_run(rdir, c.benchmark, {"x": 1}, {"x": 1}, "i", 1, c.instruments)
     assert result["metrics"]["value"] == 1 and result["status"] == "ok"
     assert "instruments" in result["parse_errors"][0]
+
+
+def test_preload_extends_an_inherited_ld_preload(tmp_path):
+    from perfsnake.sysinfo import find_library
+
+    c = load(tmp_path, campaign("echo", {"allocator": ["jemalloc"]}, shared_libs=["allocator"]))
+    line = c.instruments.compose(Context({"allocator": "jemalloc"}, tmp_path), "cat /proc/self/maps; echo PATH=$PATH")
+    inherited = find_library("libtcmalloc.so.4")
+    out = subprocess.run(["sh", "-c", line], env={**os.environ, "LD_PRELOAD": inherited}, capture_output=True, text=True, check=True).stdout
+    assert "libjemalloc.so.2" in out and "libtcmalloc.so.4" in out
+    assert f"PATH={os.environ['PATH']}" in out
