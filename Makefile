@@ -13,7 +13,14 @@ $(STAMP): requirements.txt pyproject.toml scripts/setup/apt.sh
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $(STAMP)
 
-setup: $(STAMP)
+# Flame graphs: inferno from crates.io, pinned, into a project-local directory.
+INFERNO_VERSION := 0.12.8
+INFERNO := resources/tools/bin/inferno-flamegraph
+$(INFERNO):
+	@command -v cargo >/dev/null || { echo "cargo (Rust) is needed to install inferno: https://rustup.rs or apt-get install cargo"; exit 1; }
+	cargo install inferno --locked --version $(INFERNO_VERSION) --root resources/tools
+
+setup: $(STAMP) $(INFERNO)
 
 ## Run every campaign listed in config/config.yaml (CAMPAIGN=path runs one).
 run: setup

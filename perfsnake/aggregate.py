@@ -113,6 +113,11 @@ def aggregate(results_file: str | Path, info: Mapping[str, object], csv_path: Pa
         "benchmark": info["benchmark"],
         **host_metadata(),
     }
+    units: dict[str, str] = {}
+    for res in results:
+        units.update(res.get("units") or {})
+    if units:
+        head["metric_units"] = ", ".join(f"{k}={v}" for k, v in sorted(units.items()))
     foot = footer(results)
     write_csv(Path(csv_path), rows, columns, head, foot)
     Path(json_path).write_text(json.dumps({"metadata": {**head, **foot}, "columns": columns, "rows": rows}, indent=1, default=str) + "\n")

@@ -175,6 +175,7 @@ class Campaign:
     pretty: dict[str, dict[str, str]]
     plots: list[dict]
     instruments: Instruments
+    compare: list[tuple[str, str]] = field(default_factory=list)
     by_path: dict[str, Record] = field(default_factory=dict)
 
     def build_params(self, record: Record) -> dict[str, object]:
@@ -278,6 +279,38 @@ def _check_plots(plots: list[dict], order: list[str], metrics: list[str], origin
     return named
 
 
+def _compare_pairs(entries: list[dict], recs: list[dict], order: list[str], origin: str) -> list[tuple[str, str]]:
+    """Record-path pairs (a, b) and (b, a) for every `compare` entry.
+
+    `a` and `b` are partial records naming the same variables; each record
+    matching `a` is paired with the record that equals it but for b's values.
+    """
+    by_sig = {tuple(value_text(r[v]) for v in order): r for r in recs}
+    pairs: list[tuple[str, str]] = []
+    for i, entry in enumerate(entries):
+        a, b = entry["a"], entry["b"]
+        for side, part in (("a", a), ("b", b)):
+            unknown = sorted(set(part) - set(order))
+            if unknown:
+                raise CampaignError(origin, f"compare[{i}].{side}.{unknown[0]}", f"not a variable (variables: {', '.join(order)})")
+        if set(a) != set(b):
+            raise CampaignError(origin, f"compare[{i}]", "a and b must set the same variables")
+        found = 0
+        for rec in recs:
+            if any(value_text(rec[k]) != value_text(v) for k, v in a.items()):
+                continue
+            other = {**rec, **b}
+            match = by_sig.get(tuple(value_text(other[v]) for v in order))
+            if match is None:
+                continue
+            pa, pb = record_path(rec, order), record_path(match, order)
+            pairs += [(pa, pb), (pb, pa)]
+            found += 1
+        if not found:
+            raise CampaignError(origin, f"compare[{i}]", "no pair of records matches a and b")
+    return list(dict.fromkeys(pairs))
+
+
 def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     """Load and fully check one campaign file."""
     path = Path(path)
@@ -306,6 +339,9 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     instruments = Instruments.from_campaign(data, origin)
     instruments.check(recs, order)
     plots = _check_plots(data["plots"], order, [*benchmark.metrics, *instruments.declared_metrics()], origin)
+    compare = _compare_pairs(data["compare"], recs, order, origin)
+    if compare and not instruments.uses("perf_record"):
+        raise CampaignError(origin, "compare", "differential flame graphs need the perf_record wrapper")
     build_vars = benchmark.build_variables(order)
     records = [Record(r, record_path(r, order), key_component(r, build_vars)) for r in recs]
     campaign = Campaign(
@@ -324,6 +360,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         pretty=data["pretty"],
         plots=plots,
         instruments=instruments,
+        compare=compare,
     )
     campaign.by_path = {r.path: r for r in records}
     return campaign

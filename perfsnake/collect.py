@@ -42,11 +42,14 @@ def collect_run(
         parse_errors.append(f"{benchmark.name}: {exc!r}")
     own_metrics = dict(metrics)
     hooks: list[dict] = []
+    units: dict[str, str] = {}
     if instruments is not None:
         try:
             metrics.update(instruments.metrics(run_dir))
+            units = instruments.units(run_dir)
         except Exception as exc:  # noqa: BLE001
             parse_errors.append(f"instruments: {exc!r}")
+            units = {}
         hooks_file = run_dir / "hooks.json"
         if hooks_file.exists():
             hooks = json.loads(hooks_file.read_text())
@@ -78,6 +81,8 @@ def collect_run(
     }
     if hooks:
         result["hooks"] = hooks
+    if units:
+        result["units"] = units
     if parse_errors:
         result["parse_errors"] = parse_errors
     if "reason" in status:

@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from perfsnake import ROOT, runner
+from perfsnake import ROOT, flamegraph, runner
 from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, source_key
 from perfsnake.instruments.base import Context
 from perfsnake.instruments.hooks import Daemon
@@ -39,7 +39,7 @@ def run_dir(campaign: str, record_path: str, run: int) -> str:
 class Plan:
     """The campaigns of this invocation and every lookup the rules need."""
 
-    def __init__(self, campaigns: list[Campaign]) -> None:
+    def __init__(self, campaigns: list[Campaign], flamegraph_dir: str | None = None) -> None:
         self.campaigns = {c.name: c for c in campaigns}
         # Snakemake paths are relative to the working directory; command.sh
         # and the builds use absolute ones so they can be re-run from anywhere.
@@ -49,6 +49,10 @@ class Plan:
         self._existing: dict[str, int] = {}
         self._specs: dict[tuple[str, str], str] = {}
         self._instrument_builds: dict[str, dict[str, list[str]]] = {}
+        self.flame_tools = None
+        for c in campaigns:
+            if c.instruments.uses("perf_record"):
+                self.flame_tools = flamegraph.require_tools(c.origin, flamegraph_dir)
         for c in campaigns:
             bench = c.benchmark
             if bench.source is not None:
@@ -83,7 +87,40 @@ class Plan:
         return targets
 
     def all_targets(self) -> list[str]:
-        return [t for name in self.campaigns for t in self.campaign_targets(name)]
+        return [t for name in self.campaigns for t in (*self.campaign_targets(name), *self.profile_targets(name))]
+
+    # ---- profiling post-processing ---------------------------------------------------
+    def profile_targets(self, name: str) -> list[str]:
+        """perf report, flame graphs per run, folded stacks per record, declared diffs."""
+        c = self.campaigns[name]
+        if not c.instruments.uses("perf_record"):
+            return []
+        targets = []
+        for r in c.records:
+            for i in range(1, c.nb_runs + 1):
+                rdir = run_dir(name, r.path, i)
+                targets += [f"{rdir}/perf.report", f"{rdir}/flamegraph.svg"]
+            targets.append(f"{RESULTS}/{name}/folded/{flamegraph.flat(r.path)}.folded")
+        targets += [self.diff_target(name, a, b) for a, b in c.compare]
+        return targets
+
+    def diff_target(self, name: str, a: str, b: str) -> str:
+        return f"{RESULTS}/{name}/diff/{flamegraph.flat(a)}~vs~{flamegraph.flat(b)}.svg"
+
+    def folded_inputs(self, name: str, flat_record: str) -> list[str]:
+        c = self.campaigns[name]
+        record = flamegraph.unflat(flat_record)
+        if record not in c.by_path:
+            raise KeyError(f"{name} has no record {record}")
+        return [f"{run_dir(name, record, i)}/perf.folded" for i in range(1, c.nb_runs + 1)]
+
+    def flame_tool(self, which: str) -> str:
+        if self.flame_tools is None:
+            raise CampaignError("config", "wrappers", "no flame-graph tools")
+        return str(getattr(self.flame_tools, which))
+
+    def flame_options(self, name: str) -> str:
+        return flamegraph.options(self.campaigns[name].data["flamegraph"])
 
     def run_targets(self, name: str) -> list[str]:
         c = self.campaigns[name]
@@ -221,7 +258,7 @@ def campaign_files(config: dict) -> list[str]:
 
 def plan_from_config(config: dict) -> Plan:
     _ = load_schema("config.schema.yaml")
-    return Plan(load_campaigns(campaign_files(config)))
+    return Plan(load_campaigns(campaign_files(config)), config.get("flamegraph_dir"))
 
 
 def campaign_info(c: Campaign) -> dict[str, object]:

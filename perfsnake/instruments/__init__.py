@@ -88,6 +88,16 @@ class Instruments:
             line += " env LD_PRELOAD=" + shlex.quote(":".join(preload)) + '"${LD_PRELOAD:+:$LD_PRELOAD}"'
         return f"{line} {shlex.join(inner)}"
 
+    def units(self, run_dir: Path) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for wrapper in self.wrappers:
+            if hasattr(wrapper, "units"):
+                out.update(wrapper.units(run_dir))
+        return out
+
+    def uses(self, kind: str) -> bool:
+        return any(i.kind == kind for i in self.all())
+
     def metrics(self, run_dir: Path) -> dict[str, object]:
         out: dict[str, object] = {}
         for wrapper in self.wrappers:

@@ -266,4 +266,10 @@ class Valgrind(Wrapper):
         return {"valgrind.instructions": None}
 
 
-WRAPPERS: dict[str, type[Wrapper]] = {w.kind: w for w in (Taskset, Numactl, Env, Nice, Time, Strace, Ltrace, Valgrind)}
+def _catalog() -> dict[str, type[Wrapper]]:
+    from perfsnake.instruments.profiling import PerfRecord, PerfStat
+
+    return {w.kind: w for w in (Taskset, Numactl, Env, Nice, Time, Strace, Ltrace, Valgrind, PerfStat, PerfRecord)}
+
+
+WRAPPERS: dict[str, type[Wrapper]] = _catalog()

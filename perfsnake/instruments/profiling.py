@@ -1,0 +1,158 @@
+"""perf as command wrappers: `perf stat` metrics and `perf record` profiles.
+
+perf stat writes a `;`-separated file in the run directory (never the
+benchmark's own output); each event becomes a metric `perf_stat.<event>`,
+its unit recorded beside it. Events the machine cannot count (a VM without a
+hardware PMU reads `<not supported>` for cycles, instructions, cache misses)
+become empty values with one warning in the run's perf_stat.log.
+
+perf record writes perf.data in the run directory; the Snakemake rules of
+rules/profile.smk turn it into a report, folded stacks and flame graphs.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+from perfsnake.instruments.base import Context, text
+from perfsnake.instruments.wrappers import Wrapper
+
+DEFAULT_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults")
+STAT_FILE = "perf.stat"
+STAT_LOG = "perf_stat.log"
+RECORD_FILE = "perf.data"
+
+#: Portable event names -> what perf calls them on a CPU vendor, where known.
+PORTABLE_EVENTS: dict[str, dict[str, str]] = {
+    "cycles": {"default": "cycles"},
+    "instructions": {"default": "instructions"},
+    "branch-misses": {"default": "branch-misses"},
+    "llc-misses": {"GenuineIntel": "LLC-load-misses", "AuthenticAMD": "cache-misses", "default": "cache-misses"},
+    "llc-loads": {"GenuineIntel": "LLC-loads", "AuthenticAMD": "cache-references", "default": "cache-references"},
+    "l1d-misses": {"default": "L1-dcache-load-misses"},
+    "dtlb-misses": {"default": "dTLB-load-misses"},
+    "stalled-cycles": {"GenuineIntel": "cycle_activity.stalls_total", "default": "stalled-cycles-backend"},
+}
+
+
+@cache
+def cpu_vendor() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def resolve_event(name: str, vendor: str | None = None) -> str:
+    """The perf name of a (possibly portable) event on this CPU."""
+    table = PORTABLE_EVENTS.get(name.lower())
+    if table is None:
+        return name
+    return table.get(vendor or cpu_vendor(), table["default"])
+
+
+def _number(value: str) -> float | int | None:
+    """A perf stat value, whatever the locale's decimal separator."""
+    if value.startswith("<"):  # <not supported>, <not counted>
+        return None
+    value = value.replace(",", ".")
+    try:
+        return int(value)
+    except ValueError:
+        try:
+            return float(value)
+        except ValueError:
+            return None
+
+
+def parse_perf_stat(content: str) -> tuple[dict[str, object], dict[str, str], list[str]]:
+    """(values, units, unsupported events) from `perf stat -x ';'` output."""
+    values: dict[str, object] = {}
+    units: dict[str, str] = {}
+    unsupported: list[str] = []
+    for line in content.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split(";")
+        if len(fields) < 3:
+            continue
+        raw, unit, event = fields[0].strip(), fields[1].strip(), fields[2].strip()
+        event = re.sub(r":[ukhHG]+$", "", event)  # modifiers such as cycles:u
+        value = _number(raw)
+        values[f"perf_stat.{event}"] = value
+        if unit:
+            units[f"perf_stat.{event}"] = unit
+        if value is None:
+            unsupported.append(event)
+    return values, units, unsupported
+
+
+class PerfStat(Wrapper):
+    """perf stat -x ';' with the campaign's events (software events by default)."""
+
+    kind = "perf_stat"
+    options: dict[str, object] = {"events": list(DEFAULT_EVENTS)}
+
+    def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        self.require_tool("perf", "linux-perf")
+        events = self.spec["events"]
+        if not isinstance(events, list) or not events or not all(isinstance(e, str) and re.fullmatch(r"[A-Za-z0-9_.:/,=-]+", e) for e in events):
+            raise self.fail("expected a non-empty list of event names", "events")
+        self.events = [resolve_event(e) for e in events]
+
+    def prefix(self, ctx: Context) -> list[str]:
+        return ["perf", "stat", "-x", ";", "-o", STAT_FILE, "-e", ",".join(self.events), "--"]
+
+    def declared_metrics(self) -> list[str]:
+        return [f"perf_stat.{e}" for e in self.events]
+
+    def units(self, run_dir: Path) -> dict[str, str]:
+        path = run_dir / STAT_FILE
+        return parse_perf_stat(path.read_text(errors="replace"))[1] if path.exists() else {}
+
+    def metrics(self, run_dir: Path) -> dict[str, object]:
+        out: dict[str, object] = {f"perf_stat.{e}": None for e in self.events}
+        path = run_dir / STAT_FILE
+        if not path.exists():
+            return out
+        values, _units, unsupported = parse_perf_stat(path.read_text(errors="replace"))
+        out.update(values)
+        log = run_dir / STAT_LOG
+        if unsupported and not log.exists():
+            log.write_text(f"warning: perf stat could not count on this machine: {', '.join(unsupported)} (left empty)\n")
+        return out
+
+
+class PerfRecord(Wrapper):
+    """perf record at a sampling frequency, with fp or dwarf call graphs.
+
+    Record variables `perf_frequency` and `perf_call_graph` override the
+    options, so both can be swept.
+    """
+
+    kind = "perf_record"
+    options: dict[str, object] = {"frequency": 999, "call_graph": "fp"}
+    MODES = ("fp", "dwarf", "lbr", "none")
+
+    def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        self.require_tool("perf", "linux-perf")
+        for record in [*records, {}]:
+            freq = record.get("perf_frequency", self.spec["frequency"])
+            mode = record.get("perf_call_graph", self.spec["call_graph"])
+            if isinstance(freq, bool) or not isinstance(freq, int) or not 1 <= freq <= 100000:
+                raise self.fail(f"frequency {freq!r} is not an integer in 1..100000", "frequency")
+            if mode not in self.MODES:
+                raise self.fail(f"call graph mode {mode!r} (choose from {', '.join(self.MODES)})", "call_graph")
+
+    def prefix(self, ctx: Context) -> list[str]:
+        freq = text(ctx.params, "perf_frequency", self.spec["frequency"])
+        mode = text(ctx.params, "perf_call_graph", self.spec["call_graph"])
+        argv = ["perf", "record", "-F", str(freq), "-o", RECORD_FILE, "--quiet"]
+        if mode != "none":
+            argv += ["--call-graph", str(mode)]
+        return [*argv, "--"]
