@@ -16,9 +16,10 @@ $(STAMP): requirements.txt pyproject.toml scripts/setup/apt.sh
 # Flame graphs: inferno from crates.io, pinned, into a project-local directory.
 INFERNO_VERSION := 0.12.8
 INFERNO := resources/tools/bin/inferno-flamegraph
+CARGO := $(or $(shell command -v cargo),$(wildcard $(HOME)/.cargo/bin/cargo))
 $(INFERNO):
-	@command -v cargo >/dev/null || { echo "cargo (Rust) is needed to install inferno: https://rustup.rs or apt-get install cargo"; exit 1; }
-	cargo install inferno --locked --version $(INFERNO_VERSION) --root resources/tools
+	@test -n "$(CARGO)" || { echo "cargo (Rust >= 1.71) is needed to install inferno: https://rustup.rs"; exit 1; }
+	$(CARGO) install inferno --locked --version $(INFERNO_VERSION) --root resources/tools
 
 setup: $(STAMP) $(INFERNO)
 

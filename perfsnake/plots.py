@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+import re
+
 import altair as alt
 import pandas as pd
 from scipy import stats
@@ -38,24 +40,33 @@ def _is_numeric(series: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
 
 
+def _safe(name: str) -> str:
+    """A field name Vega-Lite takes literally (dots would mean nesting)."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
 def chart(frame: pd.DataFrame, spec: Mapping[str, object], pretty: Mapping[str, Mapping[str, str]]) -> alt.Chart:
     kind = spec["kind"]
-    x, y = str(spec["x"]), str(spec["y"])
-    color = spec.get("color")
-    facet = spec.get("facet")
+    names = {str(spec[k]): _safe(str(spec[k])) for k in ("x", "y", "color", "facet") if spec.get(k)}
+    titles = {safe: name for name, safe in names.items()}
+    frame = frame.rename(columns=names)
+    pretty = {names.get(k, k): v for k, v in pretty.items()}
+    x, y = names[str(spec["x"])], names[str(spec["y"])]
+    color = names.get(str(spec.get("color"))) if spec.get("color") else None
+    facet = names.get(str(spec.get("facet"))) if spec.get("facet") else None
     ok = frame[frame["status"] == "ok"].dropna(subset=[y])
     numeric_x = _is_numeric(ok[x]) if len(ok) else False
     ok = apply_pretty(ok, pretty)
     keys = [k for k in (x, color, facet) if k]
     if kind == "line" and numeric_x:
-        x_enc = alt.X(f"{x}:Q", title=x, scale=alt.Scale(type="log" if spec.get("log_x") else "linear"))
+        x_enc = alt.X(f"{x}:Q", title=titles[x], scale=alt.Scale(type="log" if spec.get("log_x") else "linear"))
     else:
-        x_enc = alt.X(f"{x}:O", title=x, sort="ascending")
+        x_enc = alt.X(f"{x}:O", title=titles[x], sort="ascending")
     y_scale = alt.Scale(type="log" if spec.get("log_y") else "linear", zero=kind == "bar")
-    y_title = f"{y} (mean, {int(CONFIDENCE * 100)}% CI)" if kind in ("line", "bar") else y
+    y_title = f"{titles[y]} (mean, {int(CONFIDENCE * 100)}% CI)" if kind in ("line", "bar") else titles[y]
     enc: dict[str, object] = {"x": x_enc}
     if color:
-        enc["color"] = alt.Color(f"{color}:N", title=color)
+        enc["color"] = alt.Color(f"{color}:N", title=titles[color])
     if kind in ("line", "bar"):
         summary = summarise(ok, keys, y)
         base = alt.Chart(summary)
@@ -70,14 +81,14 @@ def chart(frame: pd.DataFrame, spec: Mapping[str, object], pretty: Mapping[str, 
         result = alt.layer(layer, bars, data=summary)
     elif kind == "strip":
         result = alt.Chart(ok).mark_circle(size=40, opacity=0.7).encode(
-            y=alt.Y(f"{y}:Q", scale=y_scale), xOffset=alt.XOffset("jitter:Q"), **enc
+            y=alt.Y(f"{y}:Q", title=y_title, scale=y_scale), xOffset=alt.XOffset("jitter:Q"), **enc
         ).transform_calculate(jitter="random()")
     else:
-        result = alt.Chart(ok).mark_boxplot(extent="min-max").encode(y=alt.Y(f"{y}:Q", scale=y_scale), **enc)
+        result = alt.Chart(ok).mark_boxplot(extent="min-max").encode(y=alt.Y(f"{y}:Q", title=y_title, scale=y_scale), **enc)
     result = result.properties(width=360, height=260)
     if facet:
-        result = result.facet(column=alt.Column(f"{facet}:N", title=facet))
-    title = str(spec.get("title") or f"{y} by {x}")
+        result = result.facet(column=alt.Column(f"{facet}:N", title=titles[facet]))
+    title = str(spec.get("title") or f"{titles[y]} by {titles[x]}")
     return result.properties(title=title)
 
 
