@@ -339,6 +339,11 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     instruments = Instruments.from_campaign(data, origin)
     instruments.check(recs, order)
     plots = _check_plots(data["plots"], order, [*benchmark.metrics, *instruments.declared_metrics()], origin)
+    for var in (data["statistics"].get("baseline") or {}):
+        if var not in order:
+            raise CampaignError(origin, f"statistics.baseline.{var}", f"not a variable (variables: {', '.join(order)})")
+        if value_text(data["statistics"]["baseline"][var]) not in {value_text(r[var]) for r in recs}:
+            raise CampaignError(origin, f"statistics.baseline.{var}", f"{value_text(data['statistics']['baseline'][var])!r} is not a value of {var}")
     compare = _compare_pairs(data["compare"], recs, order, origin)
     if compare and not instruments.uses("perf_record"):
         raise CampaignError(origin, "compare", "differential flame graphs need the perf_record wrapper")

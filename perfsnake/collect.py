@@ -7,7 +7,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
+
 from perfsnake.benchmarks.base import Benchmark
+from perfsnake.stats import SteadyState, steady_segment
 from perfsnake.instruments import Instruments
 
 RESULT_FILE = "result.json"
@@ -29,6 +32,7 @@ def collect_run(
     campaign: str,
     run: int,
     instruments: Instruments | None = None,
+    warmup: str = "changepoint",
 ) -> dict[str, object]:
     """Parse a finished run; the result keeps failures as data."""
     status = json.loads((run_dir / "status.json").read_text())
@@ -79,6 +83,14 @@ def collect_run(
         "maxrss_kb": status.get("maxrss_kb"),
         "run_dir": str(run_dir),
     }
+    series = benchmark.time_series(stdout) if state == "ok" else None
+    if series:
+        name, values = series
+        write_samples(run_dir, values)
+        steady = steady_segment(np.asarray(values)) if warmup == "changepoint" else SteadyState(0, len(values), len(values), "none")
+        stable = values[steady.start : steady.end]
+        metrics[f"{name}_steady"] = float(np.mean(stable)) if stable else None
+        result["steady"] = {"start": steady.start, "end": steady.end, "samples": steady.n, "removed": steady.removed, "method": steady.method}
     if hooks:
         result["hooks"] = hooks
     if units:
@@ -90,6 +102,11 @@ def collect_run(
     if state != "ok":
         result["stderr_tail"] = stderr[-STDERR_TAIL:]
     return result
+
+
+def write_samples(run_dir: Path, values: list[float]) -> None:
+    lines = ["index,value"] + [f"{i},{v!r}" for i, v in enumerate(values)]
+    (run_dir / "samples.csv").write_text("\n".join(lines) + "\n")
 
 
 def write_result(run_dir: Path, result: Mapping[str, object]) -> None:

@@ -9,23 +9,30 @@ import re
 
 import altair as alt
 import pandas as pd
-from scipy import stats
+import numpy as np
 
 from perfsnake.escape import value_text
+from perfsnake.stats import summarise as summarise_samples
 
 CONFIDENCE = 0.95
 
 
-def summarise(frame: pd.DataFrame, keys: list[str], y: str) -> pd.DataFrame:
-    """Mean and t-interval of `y` over repetitions, per combination of keys."""
-    grouped = frame.groupby(keys, dropna=False, sort=False)[y]
-    out = grouped.agg(["mean", "std", "count"]).reset_index()
-    sem = out["std"] / out["count"].pow(0.5)
-    half = stats.t.ppf((1 + CONFIDENCE) / 2, (out["count"] - 1).clip(lower=1)) * sem
-    half = half.where(out["count"] > 1, 0.0).fillna(0.0)
-    out["lo"] = out["mean"] - half
-    out["hi"] = out["mean"] + half
-    return out.rename(columns={"mean": y})
+def summarise(frame: pd.DataFrame, keys: list[str], y: str, confidence: float = CONFIDENCE, statistic: str = "mean") -> pd.DataFrame:
+    """The statistic of `y` over repetitions and its interval, per combination of keys.
+
+    Same method as summary.csv: the mean's interval on independent
+    subsessions, the median's by BCa bootstrap. With one run, no bar.
+    """
+    rows = []
+    ordered = frame.sort_values("start") if "start" in frame else frame
+    for key, group in ordered.groupby(keys, dropna=False, sort=False):
+        s = summarise_samples(group[y].to_numpy(dtype=float), confidence)
+        centre = s.mean if statistic == "mean" else s.median
+        lo, hi = (s.mean_ci_low, s.mean_ci_high) if statistic == "mean" else (s.median_ci_low, s.median_ci_high)
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            lo = hi = centre
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), y: centre, "lo": lo, "hi": hi, "count": s.n})
+    return pd.DataFrame(rows)
 
 
 def apply_pretty(frame: pd.DataFrame, pretty: Mapping[str, Mapping[str, str]]) -> pd.DataFrame:
@@ -45,7 +52,7 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
-def chart(frame: pd.DataFrame, spec: Mapping[str, object], pretty: Mapping[str, Mapping[str, str]]) -> alt.Chart:
+def chart(frame: pd.DataFrame, spec: Mapping[str, object], pretty: Mapping[str, Mapping[str, str]], confidence: float = CONFIDENCE, statistic: str = "mean") -> alt.Chart:
     kind = spec["kind"]
     names = {str(spec[k]): _safe(str(spec[k])) for k in ("x", "y", "color", "facet") if spec.get(k)}
     titles = {safe: name for name, safe in names.items()}
@@ -63,12 +70,12 @@ def chart(frame: pd.DataFrame, spec: Mapping[str, object], pretty: Mapping[str, 
     else:
         x_enc = alt.X(f"{x}:O", title=titles[x], sort="ascending")
     y_scale = alt.Scale(type="log" if spec.get("log_y") else "linear", zero=kind == "bar")
-    y_title = f"{titles[y]} (mean, {int(CONFIDENCE * 100)}% CI)" if kind in ("line", "bar") else titles[y]
+    y_title = f"{titles[y]} ({statistic}, {confidence:.0%} CI)" if kind in ("line", "bar") else titles[y]
     enc: dict[str, object] = {"x": x_enc}
     if color:
         enc["color"] = alt.Color(f"{color}:N", title=titles[color])
     if kind in ("line", "bar"):
-        summary = summarise(ok, keys, y)
+        summary = summarise(ok, keys, y, confidence, statistic)
         base = alt.Chart(summary)
         marks = base.mark_line(point=True) if kind == "line" else base.mark_bar()
         if kind == "bar" and color:
@@ -92,10 +99,18 @@ def chart(frame: pd.DataFrame, spec: Mapping[str, object], pretty: Mapping[str, 
     return result.properties(title=title)
 
 
-def draw(rows: list[dict], spec: Mapping[str, object], pretty: Mapping[str, Mapping[str, str]], svg: Path, png: Path) -> None:
+def draw(
+    rows: list[dict],
+    spec: Mapping[str, object],
+    pretty: Mapping[str, Mapping[str, str]],
+    svg: Path,
+    png: Path,
+    confidence: float = CONFIDENCE,
+    statistic: str = "mean",
+) -> None:
     frame = pd.DataFrame(rows)
     if frame.empty:
         frame = pd.DataFrame(columns=[spec["x"], spec["y"], "status"])
-    figure = chart(frame, spec, pretty)
+    figure = chart(frame, spec, pretty, confidence, statistic)
     figure.save(str(svg))
     figure.save(str(png), scale_factor=2)

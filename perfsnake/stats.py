@@ -48,11 +48,18 @@ def merge_until_independent(x: np.ndarray, threshold: float = 0.1) -> tuple[np.n
     size = 1
     merged = x
     r = lag1_autocorrelation(merged)
-    while not (math.isnan(r) or abs(debiased(r, len(merged))) <= threshold) and len(x) // (size + 1) >= MIN_SUBSESSIONS:
+    while not independent_enough(r, len(merged), threshold) and len(x) // (size + 1) >= MIN_SUBSESSIONS:
         size += 1
         merged = subsessions(x, size)
         r = lag1_autocorrelation(merged)
     return merged, size, r
+
+
+def independent_enough(r: float, n: int, threshold: float) -> bool:
+    """Pilot's |r| <= threshold, on the bias-corrected estimate; or r not
+    distinguishable from 0 at the 95 % level (few samples make |r| noisy, and
+    merging them further only loses information)."""
+    return math.isnan(r) or abs(debiased(r, n)) <= threshold or abs(r) <= 1.96 / math.sqrt(n)
 
 
 def debiased(r: float, n: int) -> float:
@@ -99,6 +106,22 @@ def median_interval(x: np.ndarray, confidence: float, seed: int = 0) -> tuple[fl
     return float("nan"), float("nan"), "none"
 
 
+def mean_interval(x: np.ndarray, confidence: float, threshold: float = 0.1) -> tuple[tuple[float, float], int, float, np.ndarray]:
+    """((low, high), subsession size, residual lag-1 r, subsession means).
+
+    The t-interval on subsession means. When the samples had to be merged and
+    correlation above the threshold is left between subsessions, the interval
+    is widened by the AR(1) variance factor (1 + r) / (1 - r); never narrowed.
+    """
+    merged, size, r = merge_until_independent(x, threshold)
+    lo, hi = t_interval(merged, confidence)
+    if size > 1 and len(merged) > 2 and not math.isnan(r) and debiased(r, len(merged)) > threshold:
+        rr = min(debiased(r, len(merged)), 0.9)
+        centre, half = (lo + hi) / 2, (hi - lo) / 2 * math.sqrt((1 + rr) / (1 - rr))
+        lo, hi = centre - half, centre + half
+    return (lo, hi), size, r, merged
+
+
 @dataclass
 class Summary:
     n: int
@@ -131,14 +154,7 @@ def summarise(samples: np.ndarray, confidence: float = 0.95, threshold: float = 
     if n == 0:
         nan = float("nan")
         return Summary(0, nan, nan, nan, nan, nan, nan, confidence, nan, nan, nan, nan, "none", nan, 1, nan, 0)
-    merged, size, r_merged = merge_until_independent(x, threshold)
-    lo, hi = t_interval(merged, confidence)
-    if len(merged) > 2 and not math.isnan(r_merged):
-        # What correlation is left between subsessions widens the interval by
-        # the AR(1) variance factor (1 + r) / (1 - r) (never narrows it).
-        r = min(max(debiased(r_merged, len(merged)), 0.0), 0.9)
-        centre, half = (lo + hi) / 2, (hi - lo) / 2 * math.sqrt((1 + r) / (1 - r))
-        lo, hi = centre - half, centre + half
+    (lo, hi), size, r_merged, merged = mean_interval(x, confidence, threshold)
     mlo, mhi, method = median_interval(x, confidence)
     mean = float(x.mean())
     std = float(x.std(ddof=1)) if n > 1 else float("nan")

@@ -18,6 +18,7 @@ from perfsnake.instruments.locks import Lock
 from perfsnake.collect import collect_run, write_result
 from perfsnake.campaign import Campaign, load_campaigns, load_schema, schema_error
 from perfsnake.errors import CampaignError
+from perfsnake.escape import value_text
 
 CAMPAIGN_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 RECORD_RE = r"[^/]+(/[^/]+)*?"
@@ -29,7 +30,8 @@ LAUNCHER = "resources/bin/psrun"
 _PKG = ROOT / "perfsnake"
 COLLECT_CODE = sorted(str(p) for p in (_PKG / "benchmarks").glob("*.py")) + [str(_PKG / "collect.py")]
 AGGREGATE_CODE = [str(_PKG / "aggregate.py"), str(_PKG / "metadata.py")]
-PLOT_CODE = [str(_PKG / "plots.py")]
+ANALYSIS_CODE = [str(_PKG / "analysis.py"), str(_PKG / "stats.py")]
+PLOT_CODE = [str(_PKG / "plots.py"), str(_PKG / "stats.py")]
 
 
 def run_dir(campaign: str, record_path: str, run: int) -> str:
@@ -82,6 +84,7 @@ class Plan:
         c = self.campaigns[name]
         base = f"{RESULTS}/{name}"
         targets = [f"{base}/{name}.csv", f"{base}/{name}.json", f"{base}/commands.sh"]
+        targets += [f"{base}/summary.csv", f"{base}/comparisons.csv", f"{base}/significant.md"]
         for plot in c.plots:
             targets += [f"{base}/plots/{plot['name']}.svg", f"{base}/plots/{plot['name']}.png"]
         return targets
@@ -220,7 +223,8 @@ class Plan:
             params = c.run_params(record)
             for i in range(1, c.nb_runs + 1):
                 rdir = self.workdir / run_dir(name, record.path, i)
-                result = collect_run(rdir, c.benchmark, params, record.values, name, i, c.instruments)
+                result = collect_run(rdir, c.benchmark, params, record.values, name, i, c.instruments,
+                                 warmup=c.data["statistics"].get("warmup", "changepoint"))  # fmt: skip
                 write_result(rdir, result)
                 results.append(result)
                 lines.append(f"{record.path}/run-{i}: {result['status']} {json.dumps(result['metrics'], default=str)}\n")
@@ -273,6 +277,8 @@ def campaign_info(c: Campaign) -> dict[str, object]:
         "pretty": c.pretty,
         "nb_runs": c.nb_runs,
         "records": len(c.records),
+        "statistics": c.data["statistics"],
+        "values": {v: list(dict.fromkeys(value_text(r.values[v]) for r in c.records)) for v in c.variables},
     }
 
 

@@ -13,4 +13,5 @@ with open(sm.log[0], "w") as log:
     sys.stderr = log
     rows = json.loads(Path(sm.input.rows).read_text())["rows"]
     info = json.loads(sm.params.campaign)
-    draw(rows, json.loads(sm.params.plot), info["pretty"], Path(sm.output.svg), Path(sm.output.png))
+    opts = {"confidence": 0.95, "statistic": "mean", **info.get("statistics", {})}
+    draw(rows, json.loads(sm.params.plot), info["pretty"], Path(sm.output.svg), Path(sm.output.png), opts["confidence"], opts["statistic"])

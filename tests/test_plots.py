@@ -2,6 +2,7 @@
 
 import re
 
+import numpy as np
 import pytest
 
 from perfsnake.plots import draw, summarise
@@ -27,11 +28,14 @@ def test_every_kind_draws_marks_for_dotted_metric_names(tmp_path, kind, mark):
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_summary_interval_matches_scipy():
+def test_error_bars_use_the_campaign_statistic():
     import pandas as pd
     from scipy import stats
 
-    frame = pd.DataFrame({"k": ["a"] * 5, "y": [1.0, 2.0, 4.0, 3.0, 5.0]})
-    s = summarise(frame, ["k"], "y")
-    lo, hi = stats.t.interval(0.95, 4, loc=3.0, scale=stats.sem(frame["y"]))
-    assert s["lo"][0] == pytest.approx(lo) and s["hi"][0] == pytest.approx(hi)
+    y = list(np.random.default_rng(1).normal(5, 1, 30))  # independent: no merging
+    frame = pd.DataFrame({"k": ["a"] * len(y), "y": y, "start": range(len(y))})
+    s = summarise(frame, ["k"], "y", 0.9, "mean")
+    lo, hi = stats.t.interval(0.9, len(y) - 1, loc=np.mean(y), scale=stats.sem(y))
+    assert s["y"][0] == pytest.approx(np.mean(y)) and (s["lo"][0], s["hi"][0]) == pytest.approx((lo, hi))
+    m = summarise(frame, ["k"], "y", 0.9, "median")
+    assert m["y"][0] == pytest.approx(np.median(y)) and m["lo"][0] <= np.median(y) <= m["hi"][0]

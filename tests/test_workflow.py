@@ -243,3 +243,43 @@ def test_snakemake_report_shows_the_plots(tmp_path):
         index = next(n for n in names if n.endswith("report.html"))
         html = zf.read(index).decode()
     assert "values" in html
+
+
+def test_summary_and_comparisons(tmp_path):
+    # value = 100*x + small noise from the run's PID: x=1 vs x=2 differ, x=2 vs x=2b do not.
+    command = "echo value=$(( {x} * 100 + $$ % 7 ))"
+    camp = write_campaign(tmp_path, command_campaign(
+        command=command.replace("{x}", "{level}"), variables={"level": [1, 2], "tag": ["a", "b"]}, nb_runs=5,
+        statistics={"confidence": 0.9, "alpha": 0.01},
+    ))  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    base = tmp_path / "results/c"
+    import pandas as pd
+
+    summary = pd.read_csv(base / "summary.csv")
+    row = summary[(summary["metric"] == "value") & (summary["level"] == 2) & (summary["tag"] == "a")].iloc[0]
+    assert row["n"] == 5 and row["confidence"] == 0.9 and 200 <= row["mean"] <= 206
+    assert row["mean_ci_low"] <= row["mean"] <= row["mean_ci_high"]
+    comps = pd.read_csv(base / "comparisons.csv")
+    level = comps[(comps["metric"] == "value") & (comps["variable"] == "level")]
+    assert len(level) == 2 and level["significant"].all()
+    assert level["relative_difference"].between(0.9, 1.1).all()
+    tag = comps[(comps["metric"] == "value") & (comps["variable"] == "tag")]
+    assert len(tag) == 2 and (tag["p_value"] > 0.001).all()
+    text = (base / "significant.md").read_text()
+    assert "value: level 2 vs 1" in text
+
+
+def test_warmup_is_removed_from_heater_time_series(tmp_path):
+    camp = write_campaign(tmp_path, {
+        "name": "warm", "benchmark": "heater", "variables": {"cpu": [0], "interval_ms": [20]},
+        "nb_runs": 1, "duration_s": 1,
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    rdir = tmp_path / "results/warm/runs/cpu-0/interval_ms-20/run-1"
+    samples = (rdir / "samples.csv").read_text().splitlines()
+    assert samples[0] == "index,value" and 40 <= len(samples) - 1 <= 52
+    result = json.loads((rdir / "result.json").read_text())
+    steady = result["steady"]
+    assert steady["samples"] == len(samples) - 1 and 0 <= steady["removed"] <= steady["samples"] // 2
+    assert result["metrics"]["ops_per_s_steady"] > 0

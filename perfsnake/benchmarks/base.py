@@ -113,6 +113,10 @@ class Benchmark:
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
         raise NotImplementedError
 
+    def time_series(self, stdout: str) -> tuple[str, list[float]] | None:
+        """(metric name, unit readings in order) when the run printed a time series."""
+        return None
+
 
 def number(text: str) -> object:
     """A metric value: int or float when it looks like one, else the text."""

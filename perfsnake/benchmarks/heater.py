@@ -70,6 +70,17 @@ class HeaterBenchmark(Benchmark):
             metrics["ops_per_s"] = None
         return metrics
 
+    def time_series(self, stdout: str) -> tuple[str, list[float]] | None:
+        """Operations per second of each interval printed with --interval-ms."""
+        samples = self.samples(stdout)
+        if len(samples) < 2:
+            return None
+        rates, previous = [], 0.0
+        for _k, t, n in samples:
+            rates.append(n / (t - previous) if t > previous else float("nan"))
+            previous = t
+        return "ops_per_s", rates
+
     @staticmethod
     def samples(stdout: str) -> list[tuple[int, float, int]]:
         """The per-interval time series printed with --interval-ms."""

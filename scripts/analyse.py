@@ -1,0 +1,16 @@
+"""Snakemake entry point of the analyse rule (logic in perfsnake.analysis)."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
+
+from perfsnake.analysis import analyse  # noqa: E402
+
+sm = snakemake  # noqa: F821
+with open(sm.log[0], "w") as log:
+    sys.stderr = log
+    results = json.loads(Path(sm.input.results).read_text())
+    info = json.loads(sm.params.campaign)
+    analyse(results, info, Path(sm.output.summary), Path(sm.output.comparisons), Path(sm.output.significant))
