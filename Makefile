@@ -7,10 +7,12 @@ STAMP := $(VENV)/.perfsnake-installed
 
 .PHONY: setup run resume rerun-failed test lint report clean
 
-$(STAMP): requirements.txt pyproject.toml scripts/setup/apt.sh
+$(STAMP): requirements.txt pyproject.toml scripts/setup/apt.sh Makefile
 	bash scripts/setup/apt.sh
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	# Our Snakemake scheduler plugin, importable from the repository.
+	echo "$(CURDIR)/plugins" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/perfsnake-plugins.pth"
 	touch $(STAMP)
 
 # Flame graphs: inferno from crates.io, pinned, into a project-local directory.

@@ -7,6 +7,7 @@ functions are O(1) even for campaigns with tens of thousands of records.
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 
@@ -50,6 +51,7 @@ class Plan:
         self.sources: dict[str, dict[str, str]] = {}
         self._existing: dict[str, int] = {}
         self._specs: dict[tuple[str, str], str] = {}
+        self._orders: dict[str, dict[tuple[str, int], int]] = {}
         self._instrument_builds: dict[str, dict[str, list[str]]] = {}
         self.flame_tools = None
         for c in campaigns:
@@ -161,6 +163,20 @@ class Plan:
         if not c.benchmark.needs_build():
             return builds
         return [f"resources/builds/{c.benchmark.key}/{c.by_path[record_path].build_key}", *builds]
+
+    def run_order(self, name: str, record_path: str, run: int) -> int:
+        """Position of a run in its campaign's execution order (lower first)."""
+        if name not in self._orders:
+            c = self.campaigns[name]
+            slots = [(r.path, i) for r in c.records for i in range(1, c.nb_runs + 1)]
+            order = c.data["order"]
+            if order == "interleaved":
+                slots.sort(key=lambda s: s[1])  # stable: record order within a round
+            elif order == "random":
+                random.Random(c.data["seed"]).shuffle(slots)
+            offset = sorted(self.campaigns).index(name) * 10**9
+            self._orders[name] = {slot: offset + k for k, slot in enumerate(slots)}
+        return self._orders[name][(record_path, run)]
 
     def run_spec(self, name: str, record_path: str) -> str:
         """Everything that defines a run; a change here re-runs it (params trigger)."""

@@ -53,6 +53,10 @@ def run_params(wildcards):
     return PLAN.run_spec(wildcards.campaign, wildcards.record)
 
 
+def run_order(wildcards):
+    return PLAN.run_order(wildcards.campaign, wildcards.record, int(wildcards.run))
+
+
 def do_run(wildcards, output):
     PLAN.execute_run(
         wildcards.campaign, wildcards.record, int(wildcards.run), output[0]
@@ -70,5 +74,12 @@ def plot_spec(wildcards):
 # Snakemake inspects an input function's signature on every call; with one
 # job per run that is a measurable share of planning 10,000 runs, so the
 # (unchanging) signatures are computed once.
-for _func in (run_build_input, run_params, build_input, build_params, fetch_params):
+for _func in (
+    run_build_input,
+    run_params,
+    run_order,
+    build_input,
+    build_params,
+    fetch_params,
+):
     ws.cache_signature(_func)

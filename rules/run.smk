@@ -13,6 +13,8 @@ rule run:
         "results/{campaign}/runs/{record}/run-{run}/stderr.txt",
     resources:
         bench_lock=1,
+        # Read by the perfsnake scheduler: the campaign's execution order.
+        run_order=run_order,
     params:
         spec=run_params,
     run:

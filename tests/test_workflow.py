@@ -283,3 +283,21 @@ def test_warmup_is_removed_from_heater_time_series(tmp_path):
     steady = result["steady"]
     assert steady["samples"] == len(samples) - 1 and 0 <= steady["removed"] <= steady["samples"] // 2
     assert result["metrics"]["ops_per_s_steady"] > 0
+
+
+@pytest.mark.parametrize("order", ["interleaved", "grouped", "random"])
+def test_runs_execute_in_the_campaign_order(tmp_path, order):
+    camp = write_campaign(tmp_path, command_campaign(command="echo value={x}", variables={"x": [1, 2, 3]}, nb_runs=3, order=order, seed=7))
+    snakemake(tmp_path, camp, "--cores", "2", "all")
+    executed = [k for k, _ in sorted(statuses(tmp_path, "c").items(), key=lambda kv: kv[1]["start_epoch"])]
+    slots = [f"x-{x}/run-{i}" for x in (1, 2, 3) for i in (1, 2, 3)]
+    if order == "interleaved":
+        assert executed == [f"x-{x}/run-{i}" for i in (1, 2, 3) for x in (1, 2, 3)]
+    elif order == "grouped":
+        assert executed == slots
+    else:
+        import random
+
+        pairs = [(f"x-{x}", i) for x in (1, 2, 3) for i in (1, 2, 3)]
+        random.Random(7).shuffle(pairs)
+        assert executed == [f"{r}/run-{i}" for r, i in pairs]
