@@ -59,14 +59,22 @@ def summary_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[s
     opts = options(info)
     variables = list(info["variables"])  # type: ignore[call-overload]
     dropped: dict[tuple[str, ...], int] = {}
+    reached: dict[tuple[str, ...], dict[str, object]] = {}
     for res in results:
+        if res.get("precision"):
+            reached[_key(res, variables)] = res["precision"]
         steady = res.get("steady") or {}
         dropped[_key(res, variables)] = dropped.get(_key(res, variables), 0) + int(steady.get("removed", 0))
     rows = []
     for metric in numeric_metrics(results):
         for key, x in samples_by_record(results, variables, metric).items():
             s = summarise(x, float(opts["confidence"]), float(opts["autocorrelation_threshold"]))  # type: ignore[arg-type]
-            rows.append({**dict(zip(variables, key)), "metric": metric, **s.as_dict(), "warmup_samples_dropped": dropped.get(key, 0)})
+            row = {**dict(zip(variables, key)), "metric": metric, **s.as_dict(), "warmup_samples_dropped": dropped.get(key, 0)}
+            if key in reached:
+                row["precision_target_met"] = reached[key]["met"]
+                row["precision_rel_ci"] = reached[key]["rel_ci"]
+                row["precision_runs_ok"] = reached[key]["ok"]
+            rows.append(row)
     return rows
 
 

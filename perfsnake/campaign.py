@@ -176,6 +176,7 @@ class Campaign:
     plots: list[dict]
     instruments: Instruments
     compare: list[tuple[str, str]] = field(default_factory=list)
+    precision: dict | None = None
     by_path: dict[str, Record] = field(default_factory=dict)
 
     def build_params(self, record: Record) -> dict[str, object]:
@@ -192,6 +193,11 @@ class Campaign:
 
     def metric_names(self) -> list[str]:
         return [*self.benchmark.metrics, *self.instruments.declared_metrics()]
+
+    @property
+    def max_runs(self) -> int:
+        """The most repetitions a record can get (nb_runs, or precision's max_runs)."""
+        return int(self.precision["max_runs"]) if self.precision else self.nb_runs
 
     def fingerprint(self) -> str:
         """What a run executes beyond its record: benchmark and instruments."""
@@ -344,6 +350,15 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
             raise CampaignError(origin, f"statistics.baseline.{var}", f"not a variable (variables: {', '.join(order)})")
         if value_text(data["statistics"]["baseline"][var]) not in {value_text(r[var]) for r in recs}:
             raise CampaignError(origin, f"statistics.baseline.{var}", f"{value_text(data['statistics']['baseline'][var])!r} is not a value of {var}")
+    precision = None
+    if "precision" in data:
+        precision = {"confidence": 0.95, "min_runs": 3, "max_runs": 30, **data["precision"]}
+        if precision["metric"] not in [*benchmark.metrics, *instruments.declared_metrics(), "wall_s"]:
+            raise CampaignError(origin, "precision.metric", f"{precision['metric']!r} is not a metric (metrics: {', '.join([*benchmark.metrics, 'wall_s'])})")
+        if precision["min_runs"] > precision["max_runs"]:
+            raise CampaignError(origin, "precision.min_runs", "is larger than max_runs")
+        if "nb_runs" in raw:
+            raise CampaignError(origin, "nb_runs", "conflicts with precision (which sets min_runs and max_runs)")
     compare = _compare_pairs(data["compare"], recs, order, origin)
     if compare and not instruments.uses("perf_record"):
         raise CampaignError(origin, "compare", "differential flame graphs need the perf_record wrapper")
@@ -359,13 +374,14 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         variables=order,
         build_vars=build_vars,
         records=records,
-        nb_runs=data["nb_runs"],
+        nb_runs=precision["min_runs"] if precision else data["nb_runs"],
         duration_s=data["duration_s"],
         timeout_s=data["timeout_s"],
         pretty=data["pretty"],
         plots=plots,
         instruments=instruments,
         compare=compare,
+        precision=precision,
     )
     campaign.by_path = {r.path: r for r in records}
     return campaign

@@ -11,7 +11,7 @@ import random
 import re
 from pathlib import Path
 
-from perfsnake import ROOT, flamegraph, runner
+from perfsnake import ROOT, flamegraph, precision, runner
 from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, source_key
 from perfsnake.instruments.base import Context
 from perfsnake.instruments.hooks import Daemon
@@ -128,8 +128,45 @@ class Plan:
         return flamegraph.options(self.campaigns[name].data["flamegraph"])
 
     def run_targets(self, name: str) -> list[str]:
+        """The status files of the runs every campaign starts with (nb_runs each)."""
         c = self.campaigns[name]
         return [f"{run_dir(name, r.path, i)}/status.json" for r in c.records for i in range(1, c.nb_runs + 1)]
+
+    def possible_run_targets(self, name: str) -> list[str]:
+        c = self.campaigns[name]
+        return [f"{run_dir(name, r.path, i)}/status.json" for r in c.records for i in range(1, c.max_runs + 1)]
+
+    # ---- run until precise ---------------------------------------------------------
+    def first_plan(self, name: str) -> dict[str, list[int]]:
+        c = self.campaigns[name]
+        return {r.path: list(range(1, c.nb_runs + 1)) for r in c.records}
+
+    @staticmethod
+    def plan_targets(name: str, plan: dict[str, list[int]]) -> list[str]:
+        return [f"{run_dir(name, path, i)}/status.json" for path, runs in plan.items() for i in runs]
+
+    def precision_decide(self, name: str, round_number: int, status_files: list[str], output: str, log_file: str) -> None:
+        """Checkpoint of one round: which records need more runs, and how many."""
+        c = self.campaigns[name]
+        assert c.precision is not None
+        plan: dict[str, list[int]] = {}
+        values: dict[str, list[float]] = {}
+        metric = c.precision["metric"]
+        for status in status_files:
+            path, run = split_run_path(name, status)
+            plan.setdefault(path, []).append(run)
+            record = c.by_path[path]
+            result = collect_run(Path(status).parent, c.benchmark, c.run_params(record), record.values, name, run, c.instruments)
+            value = result["wall_s"] if metric == "wall_s" else result["metrics"].get(metric)  # type: ignore[union-attr]
+            if result["status"] == "ok" and isinstance(value, (int, float)):
+                values.setdefault(path, []).append(float(value))
+        decision = precision.decide(values, {p: sorted(r) for p, r in plan.items()}, c.precision, round_number)
+        Path(output).write_text(json.dumps(decision, indent=1) + "\n")
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(log_file).write_text("".join(
+            f"{path}: {len(r['runs'])} runs, relative half-width {r['rel_ci']}, met={r['met']}, adding {len(r['add'])}\n"
+            for path, r in decision["records"].items()
+        ))  # fmt: skip
 
     # ---- fetch and build ---------------------------------------------------------
     def source_spec(self, key: str) -> str:
@@ -168,7 +205,7 @@ class Plan:
         """Position of a run in its campaign's execution order (lower first)."""
         if name not in self._orders:
             c = self.campaigns[name]
-            slots = [(r.path, i) for r in c.records for i in range(1, c.nb_runs + 1)]
+            slots = [(r.path, i) for r in c.records for i in range(1, c.max_runs + 1)]
             order = c.data["order"]
             if order == "interleaved":
                 slots.sort(key=lambda s: s[1])  # stable: record order within a round
@@ -214,9 +251,9 @@ class Plan:
     def execute_run(self, name: str, record_path: str, run: int, status_file: str) -> None:
         c = self.campaigns[name]
         rdir, script = self.run_script(name, record_path, run)
-        total = len(c.records) * c.nb_runs
+        total = len(c.records) * c.max_runs
         if name not in self._existing:
-            self._existing[name] = runner.count_done(self.run_targets(name))
+            self._existing[name] = runner.count_done(self.possible_run_targets(name))
         progress = runner.progress_for(name, rdir, total, self._existing[name])
         ctx = Context(c.run_params(c.by_path[record_path]), rdir, self.workdir)
         launcher = self.workdir / LAUNCHER
@@ -227,31 +264,28 @@ class Plan:
                        hooks=(c.instruments.pre, c.instruments.post, ctx))  # fmt: skip
 
     # ---- collect, aggregate, plots -------------------------------------------------
-    def result_targets(self, name: str) -> list[str]:
-        return [t[: -len("status.json")] + "result.json" for t in self.run_targets(name)]
-
-    def collect(self, name: str, results_file: str, log_file: str) -> None:
+    def collect(self, name: str, status_files: list[str], results_file: str, log_file: str, decision_file: str | None = None) -> None:
         """Parse every run of the campaign into its result.json and results_file."""
         c = self.campaigns[name]
         lines = []
         results = []
-        for record in c.records:
-            params = c.run_params(record)
-            for i in range(1, c.nb_runs + 1):
-                rdir = self.workdir / run_dir(name, record.path, i)
-                result = collect_run(rdir, c.benchmark, params, record.values, name, i, c.instruments,
+        decision = json.loads(Path(decision_file).read_text())["records"] if decision_file else {}
+        for status in status_files:
+            path, i = split_run_path(name, status)
+            record = c.by_path[path]
+            rdir = self.workdir / run_dir(name, record.path, i)
+            result = collect_run(rdir, c.benchmark, c.run_params(record), record.values, name, i, c.instruments,
                                  warmup=c.data["statistics"].get("warmup", "changepoint"))  # fmt: skip
-                write_result(rdir, result)
-                results.append(result)
-                lines.append(f"{record.path}/run-{i}: {result['status']} {json.dumps(result['metrics'], default=str)}\n")
+            if path in decision:
+                result["precision"] = {k: decision[path][k] for k in ("met", "rel_ci", "ok")}
+            write_result(rdir, result)
+            results.append(result)
+            lines.append(f"{record.path}/run-{i}: {result['status']} {json.dumps(result['metrics'], default=str)}\n")
         Path(log_file).parent.mkdir(parents=True, exist_ok=True)
         Path(log_file).write_text("".join(lines))
         tmp = Path(results_file + ".tmp")
         tmp.write_text(json.dumps(results, default=str) + "\n")
         tmp.replace(results_file)
-
-    def collect_inputs(self, name: str) -> list[str]:
-        return self.run_targets(name)
 
     def campaign_info(self, name: str) -> str:
         return json.dumps(campaign_info(self.campaigns[name]), sort_keys=True)
@@ -303,3 +337,11 @@ def cache_signature(func) -> None:  # type: ignore[no-untyped-def]
     import inspect
 
     func._overwrite_params = inspect.signature(func).parameters
+
+
+def split_run_path(campaign: str, status_file: str) -> tuple[str, int]:
+    """(record path, run index) of results/<campaign>/runs/<record>/run-<i>/status.json."""
+    prefix = f"{RESULTS}/{campaign}/runs/"
+    rel = str(status_file)[str(status_file).index(prefix) + len(prefix) :]
+    record, _, rest = rel.rpartition("/run-")
+    return record, int(rest.split("/", 1)[0])

@@ -63,8 +63,44 @@ def do_run(wildcards, output):
     )
 
 
+def _precision_decisions(campaign, upto=None):
+    """The decisions of the precision rounds so far (a checkpoint each):
+    (last plan, path of the last decision), stopping at the final round."""
+    plan = PLAN.first_plan(campaign)
+    round_number, decision_file = 1, None
+    while upto is None or round_number < upto:
+        decision_file = checkpoints.precision_round.get(
+            campaign=campaign, round=round_number
+        ).output[0]
+        with open(decision_file) as f:
+            decision = json.load(f)
+        plan = ws.precision.next_plan(decision)
+        if decision["done"]:
+            break
+        round_number += 1
+    return plan, decision_file
+
+
 def collect_input(wildcards):
-    return PLAN.collect_inputs(wildcards.campaign)
+    if PLAN.campaigns[wildcards.campaign].precision is None:
+        return PLAN.run_targets(wildcards.campaign)
+    plan, _ = _precision_decisions(wildcards.campaign)
+    return PLAN.plan_targets(wildcards.campaign, plan)
+
+
+def precision_final(wildcards):
+    if PLAN.campaigns[wildcards.campaign].precision is None:
+        return []
+    return [_precision_decisions(wildcards.campaign)[1]]
+
+
+def precision_round_input(wildcards):
+    """A round's runs: the first nb_runs, then what earlier rounds added."""
+    round_number = int(wildcards.round)
+    if round_number == 1:
+        return PLAN.run_targets(wildcards.campaign)
+    plan, _ = _precision_decisions(wildcards.campaign, upto=round_number)
+    return PLAN.plan_targets(wildcards.campaign, plan)
 
 
 def plot_spec(wildcards):

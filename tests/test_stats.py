@@ -161,3 +161,20 @@ def test_comparison_pairs_one_variable_apart_and_baseline():
     assert (("pthread", "1"), ("mcs", "1"), "lock") in all_pairs
     base = pairs(keys, variables, {"lock": "pthread"}, order)
     assert sorted(base) == sorted([(("pthread", t), (lk, t), "lock") for t in ("1", "2") for lk in ("mcs", "cas")])
+
+
+def test_precision_rounds_follow_pilots_estimate():
+    from perfsnake.precision import decide, next_plan, runs_needed
+
+    rng = np.random.default_rng(9)
+    noisy = list(rng.normal(100, 10, 5))
+    need = runs_needed(noisy, 0.02, 0.95)
+    s = np.std(noisy, ddof=1)
+    assert need == int(np.ceil((stats.t.ppf(0.975, 4) * s / (0.02 * np.mean(noisy))) ** 2))
+    spec = {"target_rel_ci": 0.02, "confidence": 0.95, "max_runs": 20}
+    d = decide({"a": [100.0] * 5, "b": noisy}, {"a": [1, 2, 3, 4, 5], "b": [1, 2, 3, 4, 5]}, spec, 1)
+    assert d["records"]["a"]["met"] and d["records"]["a"]["add"] == []
+    assert d["records"]["b"]["add"] == list(range(6, 6 + min(need - 5, 15)))
+    assert not d["done"] and next_plan(d)["b"][-1] == 5 + len(d["records"]["b"]["add"])
+    capped = decide({"b": noisy}, {"b": list(range(1, 21))}, spec, 3)
+    assert capped["done"] and not capped["records"]["b"]["met"]

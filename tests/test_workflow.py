@@ -301,3 +301,31 @@ def test_runs_execute_in_the_campaign_order(tmp_path, order):
         pairs = [(f"x-{x}", i) for x in (1, 2, 3) for i in (1, 2, 3)]
         random.Random(7).shuffle(pairs)
         assert executed == [f"{r}/run-{i}" for r, i in pairs]
+
+
+def test_run_until_precise(tmp_path):
+    # "quiet" is constant: met after min_runs; "noisy" varies ~3 %: needs more runs.
+    command = 'if [ {x} = quiet ]; then echo value=1000; else echo value=$(( 1000 + ($$ * 7919) % 60 )); fi'
+    data = command_campaign(command=command, variables={"x": ["quiet", "noisy"]},
+                            precision={"metric": "value", "target_rel_ci": 0.01, "min_runs": 3, "max_runs": 12})  # fmt: skip
+    del data["nb_runs"]
+    camp = write_campaign(tmp_path, data)
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    runs = statuses(tmp_path, "c")
+    quiet = [k for k in runs if k.startswith("x-quiet/")]
+    noisy = [k for k in runs if k.startswith("x-noisy/")]
+    assert len(quiet) == 3 and 3 < len(noisy) <= 12
+    rounds = sorted((tmp_path / "results/c/precision").glob("round-*.json"))
+    assert len(rounds) >= 2 and json.loads(rounds[-1].read_text())["done"]
+    import pandas as pd
+
+    summary = pd.read_csv(tmp_path / "results/c/summary.csv")
+    value = summary[summary["metric"] == "value"].set_index("x")
+    assert bool(value.loc["quiet", "precision_target_met"]) and value.loc["quiet", "n"] == 3
+    assert value.loc["noisy", "n"] == len(noisy)
+    met = bool(value.loc["noisy", "precision_target_met"])
+    assert met == (value.loc["noisy", "precision_rel_ci"] <= 0.01)
+    assert met or len(noisy) == 12
+    # Re-running the finished campaign does nothing.
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
