@@ -35,7 +35,8 @@ def _key(result: Mapping[str, object], variables: list[str]) -> tuple[str, ...]:
 
 
 def numeric_metrics(results: list[dict]) -> list[str]:
-    names: list[str] = []
+    """Numeric metrics present in the results, and the run's wall time."""
+    names: list[str] = ["wall_s"] if results else []
     for res in results:
         for name, value in res["metrics"].items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and name not in names:
@@ -47,7 +48,7 @@ def samples_by_record(results: list[dict], variables: list[str], metric: str) ->
     """Per record, the metric of its ok runs in execution order."""
     out: dict[tuple[str, ...], list[float]] = {}
     for res in sorted(results, key=lambda r: r["start_epoch"]):
-        value = res["metrics"].get(metric)
+        value = res["wall_s"] if metric == "wall_s" else res["metrics"].get(metric)
         key = _key(res, variables)
         out.setdefault(key, [])
         if res["status"] == "ok" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
@@ -168,3 +169,36 @@ def analyse(results: list[dict], info: Mapping[str, object], summary: Path, comp
     comps = comparison_rows(results, info)
     write_csv(comparisons, comps, ["metric", "variable", "a", "b", "fixed"])
     write_significant(significant, comps, str(info["name"]))
+
+
+def overhead_rows(main: list[dict], controls: Mapping[str, list[dict]], info: Mapping[str, object]) -> list[dict[str, object]]:
+    """The observer effect (Pilot III-C): each instrumented variant against the
+    uninstrumented control, per record and metric, with Welch's test.
+
+    `controls` maps a variant (`control`, `only-<instrument>`) to its results;
+    `all` compares the campaign itself with `control`.
+    """
+    opts = options(info)
+    variables = list(info["variables"])  # type: ignore[call-overload]
+    base = controls.get("control", [])
+    variants = [("all", main)] + [(v.removeprefix("only-"), res) for v, res in controls.items() if v != "control"]
+    rows = []
+    for label, results in variants:
+        common = [m for m in numeric_metrics(results) if m in numeric_metrics(base)]
+        for metric in common:
+            measured = samples_by_record(results, variables, metric)
+            reference = samples_by_record(base, variables, metric)
+            for key, x in measured.items():
+                y = reference.get(key, np.asarray([]))
+                if len(x) < 2 or len(y) < 2:
+                    continue
+                comp, size = welch_on_subsessions(y, x, float(opts["confidence"]), float(opts["alpha"]), float(opts["autocorrelation_threshold"]))  # type: ignore[arg-type]
+                rows.append({
+                    **dict(zip(variables, key)), "instruments": label, "metric": metric,
+                    "instrumented_mean": comp.mean_b, "control_mean": comp.mean_a,
+                    "overhead": comp.relative_difference, "difference": comp.difference,
+                    "diff_ci_low": comp.diff_ci_low, "diff_ci_high": comp.diff_ci_high,
+                    "welch_t": comp.welch_t, "df": comp.df, "p_value": comp.p_value,
+                    "significant": comp.significant, "n_instrumented": len(x), "n_control": len(y),
+                })  # fmt: skip
+    return rows

@@ -6,6 +6,7 @@ reported as one CampaignError line naming the file, the key and the problem.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import re
@@ -177,6 +178,8 @@ class Campaign:
     instruments: Instruments
     compare: list[tuple[str, str]] = field(default_factory=list)
     precision: dict | None = None
+    #: for a derived control campaign: (the campaign it controls, which variant it is)
+    control_of: tuple[str, str] | None = None
     by_path: dict[str, Record] = field(default_factory=dict)
 
     def build_params(self, record: Record) -> dict[str, object]:
@@ -387,8 +390,37 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     return campaign
 
 
+def control_campaigns(c: Campaign) -> list[Campaign]:
+    """The observer-effect controls of a campaign: without any instrument and,
+    with `per_instrument`, with each instrument alone. Same records and runs,
+    results under results/<name>__<variant>/."""
+    mode = c.data.get("control", False)
+    if not mode:
+        return []
+    if not c.instruments.all():
+        raise CampaignError(c.origin, "control", "there is no wrapper, library or hook to control for")
+    variants = [("control", Instruments())]
+    if mode == "per_instrument":
+        kinds = [i.kind for i in c.instruments.all()]
+        for section, items in (("wrappers", c.instruments.wrappers), ("libs", c.instruments.libs), ("pre", c.instruments.pre), ("post", c.instruments.post)):
+            for i, inst in enumerate(items):
+                alone = Instruments(**{section: [inst]})  # type: ignore[arg-type]
+                label = inst.kind if kinds.count(inst.kind) == 1 else f"{inst.kind}{i}"
+                variants.append((f"only-{label}", alone))
+    out = []
+    for variant, instruments in variants:
+        derived = dataclasses.replace(
+            c, name=f"{c.name}__{variant}", instruments=instruments, plots=[], compare=[], control_of=(c.name, variant),
+            data={**c.data, "control": False, "compare": [], "plots": []},
+        )  # fmt: skip
+        derived.by_path = c.by_path
+        out.append(derived)
+    return out
+
+
 def load_campaigns(paths: list[str], origin: str = "config") -> list[Campaign]:
     campaigns = [load_campaign(p) for p in paths]
+    campaigns += [d for c in list(campaigns) for d in control_campaigns(c)]
     seen: dict[str, str] = {}
     for c in campaigns:
         if c.name in seen:

@@ -93,6 +93,9 @@ def collect_run(
         result["steady"] = {"start": steady.start, "end": steady.end, "samples": steady.n, "removed": steady.removed, "method": steady.method}
     if hooks:
         result["hooks"] = hooks
+        flagged = sorted({b for entry in hooks for b in entry.get("bottlenecks") or []})
+        if any("bottlenecks" in entry for entry in hooks):
+            result["bottlenecks"] = flagged
     if units:
         result["units"] = units
     if parse_errors:

@@ -85,8 +85,12 @@ class Plan:
     def campaign_targets(self, name: str) -> list[str]:
         c = self.campaigns[name]
         base = f"{RESULTS}/{name}"
+        if c.control_of:
+            return [f"{base}/results.json"]  # compared in the controlled campaign's overhead.csv
         targets = [f"{base}/{name}.csv", f"{base}/{name}.json", f"{base}/commands.sh"]
         targets += [f"{base}/summary.csv", f"{base}/comparisons.csv", f"{base}/significant.md"]
+        if self.controls(name):
+            targets.append(f"{base}/overhead.csv")
         for plot in c.plots:
             targets += [f"{base}/plots/{plot['name']}.svg", f"{base}/plots/{plot['name']}.png"]
         return targets
@@ -201,8 +205,21 @@ class Plan:
             return builds
         return [f"resources/builds/{c.benchmark.key}/{c.by_path[record_path].build_key}", *builds]
 
+    def controls(self, name: str) -> list[str]:
+        """The control campaigns of a campaign, in their order."""
+        return [n for n, c in self.campaigns.items() if c.control_of and c.control_of[0] == name]
+
     def run_order(self, name: str, record_path: str, run: int) -> int:
-        """Position of a run in its campaign's execution order (lower first)."""
+        """Position of a run in its campaign's execution order (lower first).
+
+        Control campaigns interleave with the campaign they control: slot k
+        of the campaign is followed by slot k of each control."""
+        c = self.campaigns[name]
+        main = c.control_of[0] if c.control_of else name
+        group = [main, *self.controls(main)]
+        return self._base_order(main, record_path, run) * len(group) + group.index(name)
+
+    def _base_order(self, name: str, record_path: str, run: int) -> int:
         if name not in self._orders:
             c = self.campaigns[name]
             slots = [(r.path, i) for r in c.records for i in range(1, c.max_runs + 1)]
@@ -286,6 +303,12 @@ class Plan:
         tmp = Path(results_file + ".tmp")
         tmp.write_text(json.dumps(results, default=str) + "\n")
         tmp.replace(results_file)
+
+    def control_results(self, name: str) -> list[str]:
+        return [f"{RESULTS}/{n}/results.json" for n in self.controls(name)]
+
+    def control_variants(self, name: str) -> list[str]:
+        return [self.campaigns[n].control_of[1] for n in self.controls(name)]  # type: ignore[index]
 
     def campaign_info(self, name: str) -> str:
         return json.dumps(campaign_info(self.campaigns[name]), sort_keys=True)

@@ -28,3 +28,26 @@ rule analyse:
         campaign=lambda wildcards: PLAN.campaign_info(wildcards.campaign),
     script:
         "../scripts/analyse.py"
+
+
+# Observer effect: the campaign against its uninstrumented control runs.
+rule overhead:
+    input:
+        main="results/{campaign}/results.json",
+        controls=lambda wildcards: PLAN.control_results(wildcards.campaign),
+    output:
+        report(
+            "results/{campaign}/overhead.csv",
+            caption="../workflow/report/overhead.rst",
+            category="{campaign}",
+            labels={"campaign": "{campaign}", "figure": "instrument overhead (table)"},
+        ),
+    log:
+        "results/{campaign}/logs/overhead.log",
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        campaign=lambda wildcards: PLAN.campaign_info(wildcards.campaign),
+        variants=lambda wildcards: json.dumps(PLAN.control_variants(wildcards.campaign)),
+    script:
+        "../scripts/overhead.py"

@@ -7,10 +7,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
 from perfsnake.analysis import analyse  # noqa: E402
+from perfsnake.scripting import logged  # noqa: E402
 
 sm = snakemake  # noqa: F821
-with open(sm.log[0], "w") as log:
-    sys.stderr = log
+
+
+def main() -> None:
     results = json.loads(Path(sm.input.results).read_text())
     info = json.loads(sm.params.campaign)
     analyse(results, info, Path(sm.output.summary), Path(sm.output.comparisons), Path(sm.output.significant))
+
+
+logged(sm.log[0], main)

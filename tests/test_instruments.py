@@ -233,3 +233,19 @@ def test_preload_extends_an_inherited_ld_preload(tmp_path):
     out = subprocess.run(["sh", "-c", line], env={**os.environ, "LD_PRELOAD": inherited}, capture_output=True, text=True, check=True).stdout
     assert "libjemalloc.so.2" in out and "libtcmalloc.so.4" in out
     assert f"PATH={os.environ['PATH']}" in out
+
+
+@pytest.mark.e2e
+def test_bottleneck_monitor_flags_a_busy_component(tmp_path):
+    # The benchmark keeps both CPUs busy; with the CPU not "under test" it is flagged.
+    burn = "timeout 1.5 sh -c 'while :; do :; done' & timeout 1.5 sh -c 'while :; do :; done'; wait; echo value=1"
+    camp = write_campaign(tmp_path, campaign(burn, {"x": [1]}, nb_runs=1,
+                          pre_run_hooks=[{"type": "monitor", "interval_ms": 50, "under_test": ["disk"]}]))  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    rdir = tmp_path / "results/i/runs/x-1/run-1"
+    result = json.loads((rdir / "result.json").read_text())
+    m = result["metrics"]
+    assert m["monitor.samples"] >= 10 and m["monitor.cpu_util_max"] > 0.8
+    assert 0 <= m["monitor.own_cpu_fraction"] < 0.2  # the monitor's own cost is measured
+    assert any(b.startswith("cpu") for b in result["bottlenecks"])
+    assert (rdir / "monitor.csv").read_text().startswith("t,component,utilisation")

@@ -329,3 +329,26 @@ def test_run_until_precise(tmp_path):
     # Re-running the finished campaign does nothing.
     proc = snakemake(tmp_path, camp, "--cores", "1", "all")
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_observer_effect_control(tmp_path):
+    # strace makes every system call expensive: a measurable, significant overhead.
+    command = "for i in 1 2 3 4 5 6 7 8; do ls / > /dev/null; done; echo value=1"
+    camp = write_campaign(tmp_path, command_campaign(
+        command=command, variables={"x": [1]}, nb_runs=4, wrappers=["strace"], control="per_instrument",
+    ))  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    import pandas as pd
+
+    over = pd.read_csv(tmp_path / "results/c/overhead.csv")
+    wall = over[over["metric"] == "wall_s"].set_index("instruments")
+    assert set(wall.index) == {"all", "strace"}
+    assert (wall["overhead"] > 0.2).all() and wall["significant"].all()
+    assert (wall["diff_ci_low"] > 0).all()
+    # Control runs have no wrapper in their command, and interleave with the campaign's.
+    control_cmd = (tmp_path / "results/c__control/runs/x-1/run-1/command.sh").read_text()
+    assert "strace" not in control_cmd
+    order = sorted(
+        [(s["start_epoch"], name) for name in ("c", "c__control", "c__only-strace") for s in statuses(tmp_path, name).values()]
+    )
+    assert [n for _, n in order[:3]] == ["c", "c__control", "c__only-strace"]

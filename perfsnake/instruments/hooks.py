@@ -147,6 +147,56 @@ class Placement(Daemon):
         return state
 
 
+class Monitor(Daemon):
+    """Bottleneck monitor for the duration of the run (perfsnake.monitor).
+
+    Samples per-CPU utilisation, memory, disk busy time and network
+    throughput every `interval_ms`; after the run, components above 80 %
+    that are not `under_test` (prefixes: cpu, memory, disk, net) are listed
+    in the result's `bottlenecks`, and the monitor's own CPU share is
+    reported as `monitor.own_cpu_fraction`.
+    """
+
+    kind = "monitor"
+    options = {"interval_ms": 100, "under_test": ["cpu"]}
+
+    def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        interval = self.spec["interval_ms"]
+        if isinstance(interval, bool) or not isinstance(interval, int) or interval < 10:
+            raise self.fail("expected an integer >= 10", "interval_ms")
+        under = self.spec["under_test"]
+        if not isinstance(under, list) or not all(u in ("cpu", "memory", "disk", "net") for u in under):
+            raise self.fail("expected a list of cpu, memory, disk, net", "under_test")
+        self.spec["name"] = "monitor"
+        self.spec["startup_s"] = 0.3  # the interpreter starts before the benchmark does
+
+    def apply(self, ctx: Context, phase: str) -> dict[str, object]:
+        import shlex
+        import sys
+
+        from perfsnake import ROOT
+
+        out = ctx.run_dir / "monitor.csv"
+        interval = int(self.spec["interval_ms"]) / 1000  # type: ignore[call-overload]
+        argv = [sys.executable, "-m", "perfsnake.monitor", "--out", str(out), "--interval", str(interval)]
+        self.spec["command"] = f"cd {shlex.quote(str(ROOT))} && exec {shlex.join(argv)}"
+        return super().apply(ctx, phase)
+
+    def declared_metrics(self) -> list[str]:
+        return ["monitor.cpu_util_max", "monitor.cpu_util_mean", "monitor.memory_used", "monitor.disk_util_max",
+                "monitor.net_bytes_per_s", "monitor.own_cpu_fraction"]  # fmt: skip
+
+    def teardown(self, ctx: Context, state: dict[str, object]) -> dict[str, object]:
+        from perfsnake.monitor import summarise
+
+        done = super().teardown(ctx, state)
+        out = ctx.run_dir / "monitor.csv"
+        if not out.exists():
+            return {**done, "applied": False, "note": "the monitor wrote nothing"}
+        metrics, flagged = summarise(out, list(self.spec["under_test"]))  # type: ignore[call-overload]
+        return {**done, "metrics": metrics, "bottlenecks": flagged}
+
+
 class DropCaches(Hook):
     """sync, then drop the page cache, dentries and inodes (needs root)."""
 
@@ -255,4 +305,4 @@ class Command(Hook):
         return result
 
 
-HOOKS: dict[str, type[Hook]] = {h.kind: h for h in (Daemon, Placement, DropCaches, Governor, Cooldown, Command)}
+HOOKS: dict[str, type[Hook]] = {h.kind: h for h in (Daemon, Placement, Monitor, DropCaches, Governor, Cooldown, Command)}
