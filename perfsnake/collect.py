@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from perfsnake.benchmarks.base import Benchmark
-from perfsnake.stats import SteadyState, steady_segment
+from perfsnake.stats import SteadyState, steady_segment, work_per_second
 from perfsnake.instruments import Instruments
 
 RESULT_FILE = "result.json"
@@ -83,7 +83,16 @@ def collect_run(
         "maxrss_kb": status.get("maxrss_kb"),
         "run_dir": str(run_dir),
     }
-    series = benchmark.time_series(stdout) if state == "ok" else None
+    series = benchmark.time_series(stdout) if state == "ok" and warmup != "wps" else None
+    readings = benchmark.readings(stdout) if state == "ok" and warmup == "wps" else None
+    if readings:
+        # Pilot's work-per-second regression t = alpha + w / v: v without the
+        # fixed per-reading overhead alpha.
+        name, pairs = readings
+        v, alpha, r2 = work_per_second(np.asarray([t for _w, t in pairs]), np.asarray([w for w, _t in pairs]))
+        metrics[f"{name}_wps"] = v
+        metrics["wps_alpha_s"] = alpha
+        metrics["wps_r2"] = r2
     if series:
         name, values = series
         write_samples(run_dir, values)

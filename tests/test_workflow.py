@@ -352,3 +352,17 @@ def test_observer_effect_control(tmp_path):
         [(s["start_epoch"], name) for name in ("c", "c__control", "c__only-strace") for s in statuses(tmp_path, name).values()]
     )
     assert [n for _, n in order[:3]] == ["c", "c__control", "c__only-strace"]
+
+
+def test_work_per_second_option(tmp_path):
+    # Readings of varying work, taking 0.01 s + work / 5000 s each (known truth: v = 5000).
+    lines = "; ".join(f"echo reading {w} {0.01 + w / 5000:.6f}" for w in (100, 250, 400, 800, 1200, 50))
+    camp = write_campaign(tmp_path, {
+        "name": "wps", "benchmark": {"type": "command", "command": f"{lines}; echo value=1", "metrics": {"value": r"value=(\d+)"},
+                                     "readings": r"^reading (\S+) (\S+)$"},
+        "variables": {"x": [1]}, "nb_runs": 1, "statistics": {"warmup": "wps"},
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    m = json.loads((tmp_path / "results/wps/runs/x-1/run-1/result.json").read_text())["metrics"]
+    assert m["work_per_s_wps"] == pytest.approx(5000, rel=1e-3)
+    assert m["wps_alpha_s"] == pytest.approx(0.01, abs=1e-4) and m["wps_r2"] > 0.999

@@ -113,6 +113,10 @@ class Benchmark:
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
         raise NotImplementedError
 
+    def readings(self, stdout: str) -> tuple[str, list[tuple[float, float]]] | None:
+        """(metric name, [(work, seconds)]) unit readings, for Pilot's WPS regression."""
+        return None
+
     def time_series(self, stdout: str) -> tuple[str, list[float]] | None:
         """(metric name, unit readings in order) when the run printed a time series."""
         return None

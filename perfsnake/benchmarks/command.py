@@ -32,6 +32,14 @@ class CommandBenchmark(Benchmark):
                 raise self.fail(f"benchmark.metrics.{name}", f"regex must have exactly one group, has {pattern.groups}")
             self.metric_patterns[name] = pattern
         self.metrics = tuple(self.metric_patterns)
+        self.readings_pattern: re.Pattern[str] | None = None
+        if spec.get("readings"):
+            try:
+                self.readings_pattern = re.compile(str(spec["readings"]), re.M)
+            except re.error as exc:
+                raise self.fail("benchmark.readings", f"invalid regex: {exc}") from None
+            if self.readings_pattern.groups != 2:
+                raise self.fail("benchmark.readings", "regex must have two groups: work, then seconds")
         self.build_defaults = {}
 
     @property
@@ -84,6 +92,12 @@ class CommandBenchmark(Benchmark):
             "src_dir": ctx.src_dir or "",
         }
         return render(self.command, values)
+
+    def readings(self, stdout: str) -> tuple[str, list[tuple[float, float]]] | None:
+        if self.readings_pattern is None:
+            return None
+        pairs = [(float(w), float(t)) for w, t in self.readings_pattern.findall(stdout)]
+        return ("work_per_s", pairs) if len(pairs) >= 3 else None
 
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
         return {name: search_metric(p, stdout, stderr) for name, p in self.metric_patterns.items()}
