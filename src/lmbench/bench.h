@@ -1,0 +1,37 @@
+/*
+ * Our lmbench3-style timing harness (Staelin, SP&E 2005), written anew.
+ *
+ * benchmp() runs `benchmark` in `parallel` processes, coordinated so that
+ * every child is running the benchmark while any child measures, and
+ * repeats each timing interval `repetitions` times; gettime() is then the
+ * median interval (ns) and get_n() the iterations per interval.
+ */
+#ifndef PERFSNAKE_BENCH_H
+#define PERFSNAKE_BENCH_H
+
+#include <stdint.h>
+
+typedef uint64_t iter_t;
+typedef void (*benchmp_f)(iter_t iterations, void *cookie);
+
+#define TRIES 11
+
+/* Returns 0 on success, -1 when a child failed (died before the exit
+ * signal, or the protocol broke); the reason is printed on stderr. */
+int benchmp(benchmp_f initialize, benchmp_f benchmark, benchmp_f cleanup,
+	    int enough_us, int parallel, int warmup_us, int repetitions,
+	    void *cookie);
+
+uint64_t gettime(void); /* median interval, nanoseconds */
+uint64_t get_n(void); /* iterations per interval */
+uint64_t now_ns(void);
+
+/* The timing interval chosen for the clock (the paper's delta method). */
+uint64_t timing_interval_us(void);
+
+/* Result lines: "<name> <value> <unit>", machine-parseable. */
+void nano(const char *name, uint64_t n); /* ns per operation */
+void micro(const char *name, uint64_t n); /* us per operation */
+void mb(const char *name, uint64_t bytes); /* MB/s over the interval */
+
+#endif

@@ -1,0 +1,386 @@
+/*
+ * The timing harness: interval sizing, repetitions with the median, and
+ * the parent/children protocol of the paper's Table I over four shared
+ * pipes (start, results and exit signals to the children; one response
+ * pipe back), with one-byte messages so no message can be interleaved.
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CHILDREN 256
+#define MAX_REPS 1000
+
+static uint64_t result_time, result_n;
+static volatile sig_atomic_t child_died;
+
+uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+uint64_t gettime(void)
+{
+	return result_time;
+}
+
+uint64_t get_n(void)
+{
+	return result_n;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t median(uint64_t *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_u64);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- interval sizing --------------------------------------------------------- */
+
+/* The paper's calibration load: a single-pointer circular chain. */
+static void chase(iter_t n, void *cookie)
+{
+	void **p = (void **)cookie;
+
+	while (n--)
+		p = (void **)*p;
+	__asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
+static uint64_t time_once(benchmp_f f, iter_t n, void *cookie)
+{
+	uint64_t t0 = now_ns();
+
+	f(n, cookie);
+	return now_ns() - t0;
+}
+
+/* Iterations of f needed for about `us` microseconds. */
+static iter_t size_for(benchmp_f f, void *cookie, uint64_t us)
+{
+	iter_t n = 1;
+	uint64_t t;
+
+	for (;;) {
+		t = time_once(f, n, cookie);
+		if (t >= us * 1000 / 8 || n > (1ull << 40))
+			break;
+		n *= 2;
+	}
+	if (t == 0)
+		t = 1;
+	n = (iter_t)((double)n * (double)us * 1000.0 / (double)t) + 1;
+	return n;
+}
+
+uint64_t timing_interval_us(void)
+{
+	static uint64_t chosen;
+	static const uint64_t candidates[] = { 5000, 10000, 50000, 100000 };
+	static const double deltas[] = { 1.015, 1.02, 1.035 };
+	const char *env = getenv("LMBENCH_ENOUGH_US");
+	void *cell;
+
+	if (chosen)
+		return chosen;
+	if (env && atol(env) > 0)
+		return chosen = (uint64_t)atol(env);
+	cell = &cell;
+	for (size_t c = 0; c < sizeof(candidates) / sizeof(candidates[0]); c++) {
+		iter_t n = size_for(chase, &cell, candidates[c]);
+		uint64_t base[TRIES], t_n;
+		int ok = 1;
+
+		for (int i = 0; i < TRIES; i++)
+			base[i] = time_once(chase, n, &cell);
+		t_n = median(base, TRIES);
+		for (size_t d = 0; d < 3 && ok; d++) {
+			uint64_t v[TRIES];
+			for (int i = 0; i < TRIES; i++)
+				v[i] = time_once(chase, (iter_t)(deltas[d] * (double)n), &cell);
+			double err = ((double)median(v, TRIES) - deltas[d] * (double)t_n) / (double)t_n;
+			if (err < -0.0025 || err > 0.0025)
+				ok = 0;
+		}
+		if (ok)
+			return chosen = candidates[c];
+	}
+	return chosen = candidates[sizeof(candidates) / sizeof(candidates[0]) - 1];
+}
+
+/* ---- one process ------------------------------------------------------------------ */
+
+static void spin_for(benchmp_f f, void *cookie, iter_t n, uint64_t us)
+{
+	uint64_t end = now_ns() + us * 1000;
+
+	while (now_ns() < end)
+		f(n, cookie);
+}
+
+static int run_single(benchmp_f init, benchmp_f bench, benchmp_f cleanup, uint64_t interval_us,
+		      int warmup_us, int reps, void *cookie)
+{
+	uint64_t times[MAX_REPS];
+	iter_t n;
+
+	if (init)
+		init(0, cookie);
+	n = size_for(bench, cookie, interval_us);
+	if (warmup_us > 0)
+		spin_for(bench, cookie, n / 16 + 1, (uint64_t)warmup_us);
+	for (int r = 0; r < reps; r++) {
+		if (init)
+			init(n, cookie);
+		times[r] = time_once(bench, n, cookie);
+		if (cleanup)
+			cleanup(n, cookie);
+	}
+	if (cleanup)
+		cleanup(0, cookie);
+	result_time = median(times, reps);
+	result_n = n;
+	return 0;
+}
+
+/* ---- parallel: Table I ---------------------------------------------------------------- */
+
+enum { START, RESULTS, EXIT, NPIPES };
+
+static void on_sigchld(int sig)
+{
+	(void)sig;
+	child_died = 1;
+}
+
+/* Non-blocking poll for one byte on fd: 1 when a byte was taken. */
+static int take_byte(int fd)
+{
+	char c;
+
+	return read(fd, &c, 1) == 1;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Parent side: read `len` bytes, failing if a child dies first. */
+static int read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int r = poll(&pfd, 1, 100);
+
+		if (child_died)
+			return -1;
+		if (r <= 0)
+			continue;
+		ssize_t got = read(fd, p, len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return -1;
+		p += got;
+		len -= (size_t)got;
+	}
+	return 0;
+}
+
+static void child(int sig[NPIPES][2], int resp[2], benchmp_f init, benchmp_f bench, benchmp_f cleanup,
+		  iter_t n, int reps, void *cookie)
+{
+	uint64_t times[MAX_REPS];
+
+	for (int i = 0; i < NPIPES; i++) {
+		close(sig[i][1]);
+		fcntl(sig[i][0], F_SETFL, fcntl(sig[i][0], F_GETFL) | O_NONBLOCK);
+	}
+	close(resp[0]);
+	if (init)
+		init(0, cookie);
+	bench(n / 16 + 1, cookie); /* run for a little while */
+	if (write_all(resp[1], "r", 1))
+		_exit(3);
+	while (!take_byte(sig[START][0])) /* run while polling for go */
+		bench(n / 64 + 1, cookie);
+	for (int r = 0; r < reps; r++) {
+		if (init)
+			init(n, cookie);
+		times[r] = time_once(bench, n, cookie);
+		if (cleanup)
+			cleanup(n, cookie);
+	}
+	if (write_all(resp[1], "d", 1))
+		_exit(3);
+	while (!take_byte(sig[RESULTS][0])) /* keep the load on for the others */
+		bench(n / 64 + 1, cookie);
+	if (write_all(resp[1], times, sizeof(times[0]) * (size_t)reps))
+		_exit(3);
+	fcntl(sig[EXIT][0], F_SETFL, fcntl(sig[EXIT][0], F_GETFL) & ~O_NONBLOCK);
+	while (!take_byte(sig[EXIT][0]))
+		;
+	if (cleanup)
+		cleanup(0, cookie);
+	_exit(0);
+}
+
+static int run_parallel(benchmp_f init, benchmp_f bench, benchmp_f cleanup, uint64_t interval_us,
+			int parallel, int warmup_us, int reps, void *cookie)
+{
+	int sig[NPIPES][2], resp[2], status, failed = 0;
+	pid_t pids[MAX_CHILDREN];
+	uint64_t *all;
+	char bytes[MAX_CHILDREN];
+	struct sigaction sa, old;
+	iter_t n;
+
+	/* Baseline in one process, then size intervals to span time slices. */
+	if (init)
+		init(0, cookie);
+	n = size_for(bench, cookie, interval_us);
+	if (cleanup)
+		cleanup(0, cookie);
+
+	for (int i = 0; i < NPIPES; i++)
+		if (pipe(sig[i]))
+			return -1;
+	if (pipe(resp))
+		return -1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigchld;
+	sigaction(SIGCHLD, &sa, &old);
+	child_died = 0;
+	for (int c = 0; c < parallel; c++) {
+		pids[c] = fork();
+		if (pids[c] < 0) {
+			perror("fork");
+			return -1;
+		}
+		if (pids[c] == 0)
+			child(sig, resp, init, bench, cleanup, n, reps, cookie);
+	}
+	for (int i = 0; i < NPIPES; i++)
+		close(sig[i][0]);
+	close(resp[1]);
+	memset(bytes, 'x', sizeof(bytes));
+	all = calloc((size_t)parallel * (size_t)reps, sizeof(*all));
+
+	if (read_all(resp[0], bytes, (size_t)parallel)) { /* P ready signals */
+		failed = 1;
+		goto out;
+	}
+	if (warmup_us > 0)
+		usleep((useconds_t)warmup_us);
+	if (write_all(sig[START][1], bytes, (size_t)parallel) || read_all(resp[0], bytes, (size_t)parallel)) {
+		failed = 1; /* go, then P done signals */
+		goto out;
+	}
+	for (int c = 0; c < parallel; c++) { /* one child at a time owns the response pipe */
+		if (write_all(sig[RESULTS][1], "g", 1) ||
+		    read_all(resp[0], all + (size_t)c * (size_t)reps, sizeof(*all) * (size_t)reps)) {
+			failed = 1;
+			goto out;
+		}
+	}
+	if (write_all(sig[EXIT][1], bytes, (size_t)parallel))
+		failed = 1;
+out:
+	if (failed) {
+		fprintf(stderr, "benchmp: a child died before the exit signal; the measurement is invalid\n");
+		for (int c = 0; c < parallel; c++)
+			kill(pids[c], SIGKILL);
+	}
+	for (int c = 0; c < parallel; c++) {
+		while (waitpid(pids[c], &status, 0) < 0 && errno == EINTR)
+			;
+		if (!failed && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+			fprintf(stderr, "benchmp: child %d failed\n", c);
+			failed = 1;
+		}
+	}
+	sigaction(SIGCHLD, &old, NULL);
+	for (int i = 0; i < NPIPES; i++)
+		close(sig[i][1]);
+	close(resp[0]);
+	if (!failed) {
+		result_time = median(all, parallel * reps);
+		result_n = n;
+	}
+	free(all);
+	return failed ? -1 : 0;
+}
+
+int benchmp(benchmp_f initialize, benchmp_f benchmark, benchmp_f cleanup, int enough_us, int parallel,
+	    int warmup_us, int repetitions, void *cookie)
+{
+	uint64_t interval = timing_interval_us();
+	const char *par_env = getenv("LMBENCH_PARALLEL_INTERVAL_US");
+
+	if (repetitions < 1)
+		repetitions = TRIES;
+	if (repetitions > MAX_REPS)
+		repetitions = MAX_REPS;
+	if (parallel < 1)
+		parallel = 1;
+	if (parallel > MAX_CHILDREN)
+		parallel = MAX_CHILDREN;
+	if ((uint64_t)enough_us > interval)
+		interval = (uint64_t)enough_us;
+	if (parallel == 1)
+		return run_single(initialize, benchmark, cleanup, interval, warmup_us, repetitions, cookie);
+	/* Intervals of about a second span many scheduler time slices. */
+	uint64_t par = par_env && atol(par_env) > 0 ? (uint64_t)atol(par_env) : 1000000;
+	if (par > interval)
+		interval = par;
+	return run_parallel(initialize, benchmark, cleanup, interval, parallel, warmup_us, repetitions, cookie);
+}
+
+void nano(const char *name, uint64_t n)
+{
+	printf("%s %.4f ns\n", name, (double)gettime() / (double)(n ? n : 1));
+}
+
+void micro(const char *name, uint64_t n)
+{
+	printf("%s %.4f us\n", name, (double)gettime() / 1000.0 / (double)(n ? n : 1));
+}
+
+void mb(const char *name, uint64_t bytes)
+{
+	printf("%s %.2f MB/s\n", name, (double)bytes / 1e6 / ((double)gettime() / 1e9));
+}

@@ -1,0 +1,97 @@
+/*
+ * lat_mem_rd: memory read latency by array size and stride, by chasing a
+ * chain of pointers (each load depends on the previous one), so the
+ * latency steps up as the array outgrows each cache level.
+ *
+ * usage: lat_mem_rd [-P parallel] [-N repetitions] SIZE_KB [STRIDE_BYTES]
+ * Prints "lat_mem_rd.<size_kb>k <latency> ns".
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define UNROLL 100
+
+struct state {
+	size_t size, stride;
+	char *buf;
+	void **start;
+};
+
+/* Per-child: build the chain in a random order of lines so hardware
+ * prefetchers cannot follow it. */
+static void init_chain(iter_t n, void *cookie)
+{
+	struct state *s = cookie;
+	size_t lines, *order;
+
+	if (n != 0 || s->buf)
+		return;
+	lines = s->size / s->stride;
+	s->buf = aligned_alloc(4096, (s->size + 4095) / 4096 * 4096);
+	order = malloc(lines * sizeof(*order));
+	if (!s->buf || !order)
+		abort();
+	for (size_t i = 0; i < lines; i++)
+		order[i] = i;
+	srand(42);
+	for (size_t i = lines - 1; i > 0; i--) {
+		size_t j = (size_t)rand() % (i + 1), t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (size_t i = 0; i < lines; i++)
+		*(void **)(s->buf + order[i] * s->stride) = s->buf + order[(i + 1) % lines] * s->stride;
+	s->start = (void **)(s->buf + order[0] * s->stride);
+	free(order);
+}
+
+#define HOP p = (void **)*p;
+#define TEN HOP HOP HOP HOP HOP HOP HOP HOP HOP HOP
+
+static void chase(iter_t n, void *cookie)
+{
+	struct state *s = cookie;
+	void **p = s->start;
+
+	while (n--) {
+		TEN TEN TEN TEN TEN TEN TEN TEN TEN TEN
+	}
+	s->start = p; /* keep the chain live */
+}
+
+int main(int argc, char **argv)
+{
+	int opt, parallel = 1, reps = TRIES;
+	struct state s = { 0, 64, NULL, NULL };
+	char name[64];
+
+	while ((opt = getopt(argc, argv, "P:N:")) != -1) {
+		if (opt == 'P')
+			parallel = atoi(optarg);
+		else if (opt == 'N')
+			reps = atoi(optarg);
+		else
+			goto usage;
+	}
+	if (optind >= argc)
+		goto usage;
+	s.size = (size_t)atol(argv[optind]) * 1024;
+	if (optind + 1 < argc)
+		s.stride = (size_t)atol(argv[optind + 1]);
+	if (s.stride < sizeof(void *) || s.size < 2 * s.stride)
+		goto usage;
+	if (parallel == 1)
+		init_chain(0, &s);
+	if (benchmp(init_chain, chase, NULL, 0, parallel, 0, reps, &s))
+		return 1;
+	snprintf(name, sizeof(name), "lat_mem_rd.%zuk", s.size / 1024);
+	nano(name, get_n() * UNROLL);
+	return 0;
+usage:
+	fprintf(stderr, "usage: lat_mem_rd [-P parallel] [-N repetitions] SIZE_KB [STRIDE_BYTES >= 8]\n");
+	return 2;
+}

@@ -1,0 +1,76 @@
+"""The lmbench-style timing harness and its first micro-benchmarks (real processes)."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from helpers import ROOT
+
+SRC = ROOT / "src" / "lmbench"
+FAST = {"LMBENCH_ENOUGH_US": "5000", "LMBENCH_PARALLEL_INTERVAL_US": "50000"}
+
+
+@pytest.fixture(scope="module")
+def bins(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lmbench")
+    for prog in ("lat_syscall", "lat_mem_rd", "protocol_test"):
+        subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out / prog), str(SRC / f"{prog}.c"), str(SRC / "harness.c")], check=True)
+    return out
+
+
+def run(bins, *argv, env=None, check=True):
+    proc = subprocess.run([str(bins / argv[0]), *argv[1:]], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or FAST)}, check=False)  # fmt: skip
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def value(out: str) -> float:
+    return float(re.search(r" ([0-9.]+) (?:ns|us)$", out.strip()).group(1))
+
+
+@pytest.mark.parametrize("children", [2, 4, 8])
+def test_no_child_measures_before_all_have_started(bins, children):
+    out = run(bins, "protocol_test", str(children)).stdout
+    assert f"children={children} all_started_before_timing=yes" in out
+
+
+def test_a_killed_child_is_a_failure(bins):
+    proc = run(bins, "protocol_test", "3", "1", check=False)
+    assert proc.returncode == 1
+    assert "failure detected" in proc.stdout and "died before the exit signal" in proc.stderr
+
+
+def test_interval_detection_by_the_delta_method(bins):
+    # Without the override the harness calibrates itself; null syscalls still come out plausible.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LMBENCH")}
+    out = subprocess.run([str(bins / "lat_syscall"), "-N", "5", "null"], capture_output=True, text=True, env=env, timeout=300, check=True).stdout
+    assert 0.005 < value(out) < 20
+
+
+@pytest.mark.parametrize("op", ["null", "read", "write", "stat", "fstat", "open"])
+def test_syscall_latencies_are_plausible_and_stable(bins, op):
+    values = [value(run(bins, "lat_syscall", op).stdout) for _ in range(3)]
+    assert all(0.005 < v < 50 for v in values), values  # microseconds
+    assert max(values) / min(values) < 2.0, values  # a shared VM: loose, but not random
+
+
+def test_parallel_syscalls(bins):
+    out = run(bins, "lat_syscall", "-P", "2", "-N", "3", "null").stdout
+    assert out.startswith("lat_syscall.null ") and 0.005 < value(out) < 50
+
+
+def test_memory_latency_grows_across_cache_levels(bins):
+    lat = {kb: value(run(bins, "lat_mem_rd", "-N", "5", str(kb), "64").stdout) for kb in (16, 8192, 131072)}
+    assert 0.2 < lat[16] < 10  # L1: a few cycles
+    assert lat[16] < lat[8192] < lat[131072]
+    assert 30 < lat[131072] < 1000  # DRAM
+    assert lat[131072] > 5 * lat[16]
+
+
+def test_bad_arguments(bins):
+    assert run(bins, "lat_syscall", "nonsense", check=False).returncode == 2
+    assert run(bins, "lat_mem_rd", "1", "4", check=False).returncode == 2
