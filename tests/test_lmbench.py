@@ -74,3 +74,25 @@ def test_memory_latency_grows_across_cache_levels(bins):
 def test_bad_arguments(bins):
     assert run(bins, "lat_syscall", "nonsense", check=False).returncode == 2
     assert run(bins, "lat_mem_rd", "1", "4", check=False).returncode == 2
+
+
+@pytest.mark.e2e
+def test_lmbench_in_the_catalog(tmp_path):
+    from helpers import snakemake, write_campaign
+    from perfsnake.aggregate import read_csv
+
+    camp = write_campaign(tmp_path, {
+        "name": "lm", "benchmark": "lmbench",
+        "records": [{"micro": "lat_syscall", "op": "null", "size_kb": 1, "parallel": 1},
+                    {"micro": "lat_syscall", "op": "null", "size_kb": 1, "parallel": 2},
+                    {"micro": "lat_mem_rd", "op": "null", "size_kb": 16, "parallel": 1},
+                    {"micro": "lat_mem_rd", "op": "null", "size_kb": 65536, "parallel": 1}],
+        "nb_runs": 1, "timeout_s": 120,
+        "wrappers": [{"type": "env", "set": FAST}],
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_csv(tmp_path / "results/lm/lm.csv")
+    assert (frame["status"] == "ok").all()
+    lat = {(r.micro, r.size_kb, r.parallel): r.latency_ns for r in frame.itertuples()}
+    assert 5 < lat[("lat_syscall", 1, 1)] < 50_000 and 5 < lat[("lat_syscall", 1, 2)] < 50_000
+    assert lat[("lat_mem_rd", 16, 1)] < lat[("lat_mem_rd", 65536, 1)]

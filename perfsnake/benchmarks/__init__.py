@@ -6,10 +6,12 @@ from perfsnake.benchmarks.base import Benchmark
 from perfsnake.benchmarks.command import CommandBenchmark
 from perfsnake.benchmarks.heater import HeaterBenchmark
 from perfsnake.benchmarks.leveldb import LevelDBBenchmark
+from perfsnake.benchmarks.lmbench import LmbenchBenchmark
 
 BUILTINS: dict[str, type[Benchmark]] = {
     "heater": HeaterBenchmark,
     "leveldb": LevelDBBenchmark,
+    "lmbench": LmbenchBenchmark,
 }
 
 
