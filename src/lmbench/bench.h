@@ -29,6 +29,10 @@ uint64_t now_ns(void);
 /* The timing interval chosen for the clock (the paper's delta method). */
 uint64_t timing_interval_us(void);
 
+/* Parses -P parallel, -W warmup_us, -N repetitions; returns the index of
+ * the first operand, or -1 on a bad option or a missing operand. */
+int harness_options(int argc, char **argv, int *parallel, int *warmup_us, int *repetitions);
+
 /* Result lines: "<name> <value> <unit>", machine-parseable. */
 void nano(const char *name, uint64_t n); /* ns per operation */
 void micro(const char *name, uint64_t n); /* us per operation */

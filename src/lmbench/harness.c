@@ -130,6 +130,19 @@ uint64_t timing_interval_us(void)
 
 /* ---- one process ------------------------------------------------------------------ */
 
+/* `reps` timing intervals of n iterations, each between initialize(n) and cleanup(n). */
+static void timed_reps(benchmp_f init, benchmp_f bench, benchmp_f cleanup, iter_t n, int reps, void *cookie,
+		       uint64_t *times)
+{
+	for (int r = 0; r < reps; r++) {
+		if (init)
+			init(n, cookie);
+		times[r] = time_once(bench, n, cookie);
+		if (cleanup)
+			cleanup(n, cookie);
+	}
+}
+
 static void spin_for(benchmp_f f, void *cookie, iter_t n, uint64_t us)
 {
 	uint64_t end = now_ns() + us * 1000;
@@ -149,13 +162,7 @@ static int run_single(benchmp_f init, benchmp_f bench, benchmp_f cleanup, uint64
 	n = size_for(bench, cookie, interval_us);
 	if (warmup_us > 0)
 		spin_for(bench, cookie, n / 16 + 1, (uint64_t)warmup_us);
-	for (int r = 0; r < reps; r++) {
-		if (init)
-			init(n, cookie);
-		times[r] = time_once(bench, n, cookie);
-		if (cleanup)
-			cleanup(n, cookie);
-	}
+	timed_reps(init, bench, cleanup, n, reps, cookie, times);
 	if (cleanup)
 		cleanup(0, cookie);
 	result_time = median(times, reps);
@@ -238,13 +245,7 @@ static void child(int sig[NPIPES][2], int resp[2], benchmp_f init, benchmp_f ben
 		_exit(3);
 	while (!take_byte(sig[START][0])) /* run while polling for go */
 		bench(n / 64 + 1, cookie);
-	for (int r = 0; r < reps; r++) {
-		if (init)
-			init(n, cookie);
-		times[r] = time_once(bench, n, cookie);
-		if (cleanup)
-			cleanup(n, cookie);
-	}
+	timed_reps(init, bench, cleanup, n, reps, cookie, times);
 	if (write_all(resp[1], "d", 1))
 		_exit(3);
 	while (!take_byte(sig[RESULTS][0])) /* keep the load on for the others */
@@ -368,6 +369,23 @@ int benchmp(benchmp_f initialize, benchmp_f benchmark, benchmp_f cleanup, int en
 	if (par > interval)
 		interval = par;
 	return run_parallel(initialize, benchmark, cleanup, interval, parallel, warmup_us, repetitions, cookie);
+}
+
+int harness_options(int argc, char **argv, int *parallel, int *warmup_us, int *repetitions)
+{
+	int opt;
+
+	while ((opt = getopt(argc, argv, "P:W:N:")) != -1) {
+		if (opt == 'P')
+			*parallel = atoi(optarg);
+		else if (opt == 'W')
+			*warmup_us = atoi(optarg);
+		else if (opt == 'N')
+			*repetitions = atoi(optarg);
+		else
+			return -1;
+	}
+	return optind < argc ? optind : -1;
 }
 
 void nano(const char *name, uint64_t n)

@@ -3,7 +3,7 @@
  * chain of pointers (each load depends on the previous one), so the
  * latency steps up as the array outgrows each cache level.
  *
- * usage: lat_mem_rd [-P parallel] [-N repetitions] SIZE_KB [STRIDE_BYTES]
+ * usage: lat_mem_rd [-P parallel] [-W warmup_us] [-N repetitions] SIZE_KB [STRIDE_BYTES]
  * Prints "lat_mem_rd.<size_kb>k <latency> ns".
  */
 #define _GNU_SOURCE
@@ -65,33 +65,26 @@ static void chase(iter_t n, void *cookie)
 
 int main(int argc, char **argv)
 {
-	int opt, parallel = 1, reps = TRIES;
+	int first, parallel = 1, warmup = 0, reps = TRIES;
 	struct state s = { 0, 64, NULL, NULL };
 	char name[64];
 
-	while ((opt = getopt(argc, argv, "P:N:")) != -1) {
-		if (opt == 'P')
-			parallel = atoi(optarg);
-		else if (opt == 'N')
-			reps = atoi(optarg);
-		else
-			goto usage;
-	}
-	if (optind >= argc)
+	first = harness_options(argc, argv, &parallel, &warmup, &reps);
+	if (first < 0)
 		goto usage;
-	s.size = (size_t)atol(argv[optind]) * 1024;
-	if (optind + 1 < argc)
-		s.stride = (size_t)atol(argv[optind + 1]);
+	s.size = (size_t)atol(argv[first]) * 1024;
+	if (first + 1 < argc)
+		s.stride = (size_t)atol(argv[first + 1]);
 	if (s.stride < sizeof(void *) || s.size < 2 * s.stride)
 		goto usage;
 	if (parallel == 1)
 		init_chain(0, &s);
-	if (benchmp(init_chain, chase, NULL, 0, parallel, 0, reps, &s))
+	if (benchmp(init_chain, chase, NULL, 0, parallel, warmup, reps, &s))
 		return 1;
 	snprintf(name, sizeof(name), "lat_mem_rd.%zuk", s.size / 1024);
 	nano(name, get_n() * UNROLL);
 	return 0;
 usage:
-	fprintf(stderr, "usage: lat_mem_rd [-P parallel] [-N repetitions] SIZE_KB [STRIDE_BYTES >= 8]\n");
+	fprintf(stderr, "usage: lat_mem_rd [-P parallel] [-W warmup_us] [-N repetitions] SIZE_KB [STRIDE_BYTES >= 8]\n");
 	return 2;
 }

@@ -94,32 +94,23 @@ static void open_fd(iter_t n, void *cookie)
 
 int main(int argc, char **argv)
 {
-	int opt, parallel = 1, warmup = 0, reps = TRIES;
+	int first, parallel = 1, warmup = 0, reps = TRIES;
 	struct state s = { "/dev/null", -1 };
 	benchmp_f f = NULL, init = NULL;
 	const char *op;
 	char name[64];
 
-	while ((opt = getopt(argc, argv, "P:W:N:")) != -1) {
-		if (opt == 'P')
-			parallel = atoi(optarg);
-		else if (opt == 'W')
-			warmup = atoi(optarg);
-		else if (opt == 'N')
-			reps = atoi(optarg);
-		else
-			goto usage;
-	}
-	if (optind >= argc)
+	first = harness_options(argc, argv, &parallel, &warmup, &reps);
+	if (first < 0)
 		goto usage;
-	op = argv[optind];
-	if (optind + 1 < argc)
-		s.file = argv[optind + 1];
+	op = argv[first];
+	if (first + 1 < argc)
+		s.file = argv[first + 1];
 	if (!strcmp(op, "null"))
 		f = do_null;
 	else if (!strcmp(op, "read")) {
 		f = do_read;
-		s.file = optind + 1 < argc ? s.file : "/dev/zero";
+		s.file = first + 1 < argc ? s.file : "/dev/zero";
 		init = open_fd;
 	} else if (!strcmp(op, "write")) {
 		f = do_write;
