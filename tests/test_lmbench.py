@@ -15,7 +15,7 @@ FAST = {"LMBENCH_ENOUGH_US": "5000", "LMBENCH_PARALLEL_INTERVAL_US": "50000"}
 @pytest.fixture(scope="module")
 def bins(tmp_path_factory):
     out = tmp_path_factory.mktemp("lmbench")
-    for prog in ("lat_syscall", "lat_mem_rd", "protocol_test"):
+    for prog in ("lat_syscall", "lat_mem_rd", "bw_mem", "lat_proc", "protocol_test"):
         subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out / prog), str(SRC / f"{prog}.c"), str(SRC / "harness.c")], check=True)
     return out
 
@@ -29,7 +29,7 @@ def run(bins, *argv, env=None, check=True):
 
 
 def value(out: str) -> float:
-    return float(re.search(r" ([0-9.]+) (?:ns|us)$", out.strip()).group(1))
+    return float(re.search(r" ([0-9.]+) (?:ns|us|MB/s)$", out.strip()).group(1))
 
 
 @pytest.mark.parametrize("children", [2, 4, 8])
@@ -71,9 +71,24 @@ def test_memory_latency_grows_across_cache_levels(bins):
     assert lat[131072] > 5 * lat[16]
 
 
+def test_memory_bandwidth(bins):
+    bw = {op: value(run(bins, "bw_mem", "-N", "3", "65536", op).stdout) for op in ("rd", "wr", "cp", "bzero")}
+    assert all(500 < v < 1_000_000 for v in bw.values()), bw  # MB/s, DRAM-sized buffer
+    small = value(run(bins, "bw_mem", "-N", "3", "16", "rd").stdout)
+    assert small > bw["rd"]  # a buffer in L1 reads faster than one in DRAM
+
+
+def test_process_creation_costs_order(bins):
+    lat = {op: value(run(bins, "lat_proc", "-N", "3", op).stdout) for op in ("fork", "exec", "shell")}
+    assert 5 < lat["fork"] < 20_000  # microseconds
+    assert lat["fork"] < lat["exec"] < lat["shell"], lat
+
+
 def test_bad_arguments(bins):
     assert run(bins, "lat_syscall", "nonsense", check=False).returncode == 2
     assert run(bins, "lat_mem_rd", "1", "4", check=False).returncode == 2
+    assert run(bins, "bw_mem", "64", "scribble", check=False).returncode == 2
+    assert run(bins, "lat_proc", "spoon", check=False).returncode == 2
 
 
 @pytest.mark.e2e
@@ -86,7 +101,8 @@ def test_lmbench_in_the_catalog(tmp_path):
         "records": [{"micro": "lat_syscall", "op": "null", "size_kb": 1, "parallel": 1},
                     {"micro": "lat_syscall", "op": "null", "size_kb": 1, "parallel": 2},
                     {"micro": "lat_mem_rd", "op": "null", "size_kb": 16, "parallel": 1},
-                    {"micro": "lat_mem_rd", "op": "null", "size_kb": 65536, "parallel": 1}],
+                    {"micro": "lat_mem_rd", "op": "null", "size_kb": 65536, "parallel": 1},
+                    {"micro": "bw_mem", "op": "rd", "size_kb": 4096, "parallel": 1}],
         "nb_runs": 1, "timeout_s": 120,
         "wrappers": [{"type": "env", "set": FAST}],
     })  # fmt: skip
@@ -96,3 +112,5 @@ def test_lmbench_in_the_catalog(tmp_path):
     lat = {(r.micro, r.size_kb, r.parallel): r.latency_ns for r in frame.itertuples()}
     assert 5 < lat[("lat_syscall", 1, 1)] < 50_000 and 5 < lat[("lat_syscall", 1, 2)] < 50_000
     assert lat[("lat_mem_rd", 16, 1)] < lat[("lat_mem_rd", 65536, 1)]
+    bw = frame[frame["micro"] == "bw_mem"]["bandwidth_mb_s"].iloc[0]
+    assert bw > 500

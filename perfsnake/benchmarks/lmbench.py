@@ -1,8 +1,9 @@
 """Our lmbench-style micro-benchmarks (src/lmbench) as a catalog benchmark.
 
-Variables: `micro` (lat_syscall, lat_mem_rd), `op` (lat_syscall's system
-call), `size_kb` and `stride` (lat_mem_rd), `parallel` (children of the
-harness: scalable load), `repetitions` (intervals whose median is reported).
+Variables: `micro` (lat_syscall, lat_mem_rd, bw_mem, lat_proc), `op` (the
+micro-benchmark's operation), `size_kb` and `stride` (lat_mem_rd, bw_mem),
+`parallel` (children of the harness: scalable load), `repetitions`
+(intervals whose median is reported).
 """
 
 from __future__ import annotations
@@ -17,16 +18,22 @@ from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext
 from perfsnake.escape import value_text
 
 SRC = ROOT / "src" / "lmbench"
-PROGRAMS = ("lat_syscall", "lat_mem_rd")
-SYSCALLS = ("null", "read", "write", "stat", "fstat", "open")
-_LINE = re.compile(r"^(\S+) ([0-9.]+) (ns|us)$", re.M)
+#: micro-benchmark -> its operations (the first is the default)
+OPS = {
+    "lat_syscall": ("null", "read", "write", "stat", "fstat", "open"),
+    "lat_mem_rd": ("chase",),
+    "bw_mem": ("rd", "wr", "cp", "bzero"),
+    "lat_proc": ("fork", "exec", "shell"),
+}
+PROGRAMS = tuple(OPS)
+_LINE = re.compile(r"^(\S+) ([0-9.]+) (ns|us|MB/s)$", re.M)
 
 
 class LmbenchBenchmark(Benchmark):
     name = "lmbench"
     build_defaults = {"lmbench_cflags": "-O2"}
-    run_defaults = {"micro": "lat_syscall", "op": "null", "size_kb": 1024, "stride": 64, "parallel": 1, "repetitions": 11}
-    metrics = ("latency_ns",)
+    run_defaults = {"micro": "lat_syscall", "size_kb": 1024, "stride": 64, "parallel": 1, "repetitions": 11}
+    metrics = ("latency_ns", "bandwidth_mb_s")
 
     def source_files(self) -> list[Path]:
         return sorted(SRC.glob("*.[ch]"))
@@ -36,8 +43,10 @@ class LmbenchBenchmark(Benchmark):
             p = {**self.run_defaults, **record}
             if p["micro"] not in PROGRAMS:
                 raise self.fail("variables.micro", f"unknown micro-benchmark {value_text(p['micro'])!r} (choose from {', '.join(PROGRAMS)})")
-            if p["op"] not in SYSCALLS:
-                raise self.fail("variables.op", f"unknown system call {value_text(p['op'])!r} (choose from {', '.join(SYSCALLS)})")
+            ops = OPS[str(p["micro"])]
+            op = p.get("op", ops[0])
+            if len(ops) > 1 and op not in ops:
+                raise self.fail("variables.op", f"{value_text(op)!r} is not an operation of {p['micro']} (choose from {', '.join(ops)})")
             for var in ("size_kb", "stride", "parallel", "repetitions"):
                 if isinstance(p[var], bool) or not isinstance(p[var], int) or p[var] < 1:
                     raise self.fail(f"variables.{var}", f"{value_text(p[var])!r} is not a positive integer")
@@ -54,14 +63,21 @@ class LmbenchBenchmark(Benchmark):
         assert ctx.build_dir is not None
         p = {**self.run_defaults, **ctx.params}
         micro = str(p["micro"])
+        op = value_text(p.get("op", OPS[micro][0]))
         argv = [str(ctx.build_dir / micro), "-P", value_text(p["parallel"]), "-N", value_text(p["repetitions"])]
-        if micro == "lat_syscall":
-            return [*argv, value_text(p["op"])]
-        return [*argv, value_text(p["size_kb"]), value_text(p["stride"])]
+        if micro == "lat_mem_rd":
+            return [*argv, value_text(p["size_kb"]), value_text(p["stride"])]
+        if micro == "bw_mem":
+            return [*argv, value_text(p["size_kb"]), op]
+        return [*argv, op]
 
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
+        out: dict[str, object] = {"latency_ns": None, "bandwidth_mb_s": None}
         match = _LINE.search(stdout)
-        if not match:
-            return {"latency_ns": None}
-        value = float(match.group(2))
-        return {"latency_ns": value * 1000 if match.group(3) == "us" else value}
+        if match:
+            value, unit = float(match.group(2)), match.group(3)
+            if unit == "MB/s":
+                out["bandwidth_mb_s"] = value
+            else:
+                out["latency_ns"] = value * 1000 if unit == "us" else value
+        return out
