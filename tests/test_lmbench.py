@@ -15,7 +15,7 @@ FAST = {"LMBENCH_ENOUGH_US": "5000", "LMBENCH_PARALLEL_INTERVAL_US": "50000"}
 @pytest.fixture(scope="module")
 def bins(tmp_path_factory):
     out = tmp_path_factory.mktemp("lmbench")
-    for prog in ("lat_syscall", "lat_mem_rd", "bw_mem", "lat_proc", "protocol_test"):
+    for prog in ("lat_syscall", "lat_mem_rd", "bw_mem", "lat_proc", "lat_ctx", "protocol_test"):
         subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out / prog), str(SRC / f"{prog}.c"), str(SRC / "harness.c")], check=True)
     return out
 
@@ -84,11 +84,20 @@ def test_process_creation_costs_order(bins):
     assert lat["fork"] < lat["exec"] < lat["shell"], lat
 
 
+def test_context_switch_ring_leaves_no_process(bins):
+    for size, procs in ((0, 2), (64, 4)):
+        out = run(bins, "lat_ctx", "-N", "3", str(size), str(procs)).stdout
+        assert out.startswith(f"lat_ctx.{procs}p_{size}k ") and 0.1 < value(out) < 10_000
+    left = subprocess.run(["pgrep", "-f", str(bins / "lat_ctx")], capture_output=True, text=True, check=False).stdout
+    assert left == ""
+
+
 def test_bad_arguments(bins):
     assert run(bins, "lat_syscall", "nonsense", check=False).returncode == 2
     assert run(bins, "lat_mem_rd", "1", "4", check=False).returncode == 2
     assert run(bins, "bw_mem", "64", "scribble", check=False).returncode == 2
     assert run(bins, "lat_proc", "spoon", check=False).returncode == 2
+    assert run(bins, "lat_ctx", "0", "1", check=False).returncode == 2
 
 
 @pytest.mark.e2e

@@ -1,7 +1,8 @@
 """Our lmbench-style micro-benchmarks (src/lmbench) as a catalog benchmark.
 
 Variables: `micro` (lat_syscall, lat_mem_rd, bw_mem, lat_proc), `op` (the
-micro-benchmark's operation), `size_kb` and `stride` (lat_mem_rd, bw_mem),
+micro-benchmark's operation), `size_kb` (lat_mem_rd, bw_mem, lat_ctx),
+`stride` (lat_mem_rd), `nprocs` (lat_ctx's ring),
 `parallel` (children of the harness: scalable load), `repetitions`
 (intervals whose median is reported).
 """
@@ -24,6 +25,7 @@ OPS = {
     "lat_mem_rd": ("chase",),
     "bw_mem": ("rd", "wr", "cp", "bzero"),
     "lat_proc": ("fork", "exec", "shell"),
+    "lat_ctx": ("ring",),
 }
 PROGRAMS = tuple(OPS)
 _LINE = re.compile(r"^(\S+) ([0-9.]+) (ns|us|MB/s)$", re.M)
@@ -32,7 +34,7 @@ _LINE = re.compile(r"^(\S+) ([0-9.]+) (ns|us|MB/s)$", re.M)
 class LmbenchBenchmark(Benchmark):
     name = "lmbench"
     build_defaults = {"lmbench_cflags": "-O2"}
-    run_defaults = {"micro": "lat_syscall", "size_kb": 1024, "stride": 64, "parallel": 1, "repetitions": 11}
+    run_defaults = {"micro": "lat_syscall", "size_kb": 1024, "stride": 64, "nprocs": 2, "parallel": 1, "repetitions": 11}
     metrics = ("latency_ns", "bandwidth_mb_s")
 
     def source_files(self) -> list[Path]:
@@ -47,7 +49,7 @@ class LmbenchBenchmark(Benchmark):
             op = p.get("op", ops[0])
             if len(ops) > 1 and op not in ops:
                 raise self.fail("variables.op", f"{value_text(op)!r} is not an operation of {p['micro']} (choose from {', '.join(ops)})")
-            for var in ("size_kb", "stride", "parallel", "repetitions"):
+            for var in ("size_kb", "stride", "nprocs", "parallel", "repetitions"):
                 if isinstance(p[var], bool) or not isinstance(p[var], int) or p[var] < 1:
                     raise self.fail(f"variables.{var}", f"{value_text(p[var])!r} is not a positive integer")
 
@@ -69,6 +71,8 @@ class LmbenchBenchmark(Benchmark):
             return [*argv, value_text(p["size_kb"]), value_text(p["stride"])]
         if micro == "bw_mem":
             return [*argv, value_text(p["size_kb"]), op]
+        if micro == "lat_ctx":
+            return [*argv, value_text(p["size_kb"]), value_text(p["nprocs"])]
         return [*argv, op]
 
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
