@@ -39,7 +39,7 @@ def failed_runs(plan: Plan) -> list[Path]:
     out = []
     for name, c in plan.campaigns.items():
         for record in c.records:
-            for i in range(1, c.nb_runs + 1):
+            for i in range(1, c.max_runs + 1):
                 rdir = Path(run_dir(name, record.path, i))
                 for candidate in ("result.json", "status.json"):
                     path = rdir / candidate

@@ -77,7 +77,7 @@ _PROGRESS: dict[str, Progress] = {}
 _PROGRESS_LOCK = threading.Lock()
 
 
-def progress_for(campaign: str, run_dir: Path, total: int, existing: int) -> Progress:
+def progress_for(campaign: str, total: int, existing: int) -> Progress:
     """The campaign's progress tracker, created on its first run of this invocation."""
     with _PROGRESS_LOCK:
         progress = _PROGRESS.get(campaign)

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from pathlib import Path
 
 from perfsnake import ROOT, flamegraph, precision, runner
 from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, source_key
 from perfsnake.instruments.base import Context
-from perfsnake.instruments.hooks import Daemon
 from perfsnake.instruments.locks import Lock
 from perfsnake.collect import collect_run, write_result
 from perfsnake.campaign import Campaign, load_campaigns, load_schema, schema_error
@@ -133,12 +131,12 @@ class Plan:
 
     def run_targets(self, name: str) -> list[str]:
         """The status files of the runs every campaign starts with (nb_runs each)."""
-        c = self.campaigns[name]
-        return [f"{run_dir(name, r.path, i)}/status.json" for r in c.records for i in range(1, c.nb_runs + 1)]
+        return self.plan_targets(name, self.first_plan(name))
 
     def possible_run_targets(self, name: str) -> list[str]:
+        """Every run a campaign may get (up to precision's max_runs)."""
         c = self.campaigns[name]
-        return [f"{run_dir(name, r.path, i)}/status.json" for r in c.records for i in range(1, c.max_runs + 1)]
+        return self.plan_targets(name, {r.path: list(range(1, c.max_runs + 1)) for r in c.records})
 
     # ---- run until precise ---------------------------------------------------------
     def first_plan(self, name: str) -> dict[str, list[int]]:
@@ -271,13 +269,9 @@ class Plan:
         total = len(c.records) * c.max_runs
         if name not in self._existing:
             self._existing[name] = runner.count_done(self.possible_run_targets(name))
-        progress = runner.progress_for(name, rdir, total, self._existing[name])
+        progress = runner.progress_for(name, total, self._existing[name])
         ctx = Context(c.run_params(c.by_path[record_path]), rdir, self.workdir)
-        launcher = self.workdir / LAUNCHER
-        for hook in c.instruments.pre:
-            if isinstance(hook, Daemon):
-                hook.launcher = launcher
-        runner.execute(launcher, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
+        runner.execute(self.workdir / LAUNCHER, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
                        hooks=(c.instruments.pre, c.instruments.post, ctx))  # fmt: skip
 
     # ---- collect, aggregate, plots -------------------------------------------------

@@ -13,7 +13,6 @@ from perfsnake.stats import (
     steady_segment,
     summarise,
     t_interval,
-    t_intervals,
     welch,
     work_per_second,
 )

@@ -69,7 +69,6 @@ class Daemon(Hook):
     kind = "daemon"
     phases = ("pre",)
     options = {"command": None, "name": "daemon", "startup_s": 0.0}
-    launcher: Path | None = None  # set by the workflow (the built psrun)
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         _check_template(self, self.spec["command"], variables)
@@ -81,7 +80,7 @@ class Daemon(Hook):
         out_dir.mkdir(parents=True, exist_ok=True)
         command = _render(str(self.spec["command"]), ctx)
         (out_dir / "command.sh").write_text(f"#!/bin/sh\ncd {ctx.run_dir!s} || exit 125\n{command}\n")
-        launcher = self.launcher or Path("resources/bin/psrun")
+        launcher = ctx.workdir / "resources" / "bin" / "psrun"
         proc = subprocess.Popen(
             [str(launcher), "--dir", str(out_dir), "--grace", str(DAEMON_GRACE_S), "--", "/bin/sh", str(out_dir / "command.sh")],
             stdin=subprocess.DEVNULL,
