@@ -28,8 +28,10 @@ def run(bins, *argv, env=None, check=True):
     return proc
 
 
-def value(out: str) -> float:
-    return float(re.search(r" ([0-9.]+) (?:ns|us|MB/s)$", out.strip()).group(1))
+def value(out: str, suffix: str = "") -> float:
+    """The median line's value (first result line), or the `.min`/`.max`/... line's with a suffix."""
+    pattern = r"^\S+" + re.escape(suffix) + r" (-?[0-9.]+) (?:ns|us|MB/s)$" if suffix else r"^\S+ (-?[0-9.]+) (?:ns|us|MB/s)$"
+    return float(re.search(pattern, out, re.M).group(1))
 
 
 @pytest.mark.parametrize("children", [2, 4, 8])

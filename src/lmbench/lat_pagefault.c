@@ -1,0 +1,143 @@
+/*
+ * lat_pagefault: the cost of a page fault on a file mapping (lmbench's
+ * lat_pagefault). A private file of SIZE_KB stays in the page cache and
+ * mapped; pages are read in a shuffled order (no sequential pattern for
+ * read-ahead to exploit), and after every sweep madvise(MADV_DONTNEED)
+ * drops the page-table entries so the next sweep faults again (the zapping
+ * is amortised into the cost). Linux's fault-around still maps the cached
+ * neighbours of a faulting page (16 pages on this kernel, MADV_RANDOM does
+ * not stop it), so the faults actually taken are counted with getrusage.
+ *
+ * usage: lat_pagefault [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] SIZE_KB [DIR]
+ * Prints "lat_pagefault <latency> us" per page touched (lmbench's figure),
+ * "lat_pagefault.per_fault <latency> us" per fault taken, and
+ * "lat_pagefault.faults_per_page <ratio> ratio" (1 = every touch faulted).
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+struct state {
+	size_t size, pages, next;
+	long pagesize;
+	const char *dir;
+	int fd;
+	char *map;
+	size_t *order;
+	uint64_t touches, faults; /* over the measured run, for the ratio */
+};
+
+static long minor_faults(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
+
+/* Per process: its own file, mapping and shuffled page order. */
+static void setup(iter_t n, void *cookie)
+{
+	struct state *s = cookie;
+	char path[4096], buf[65536];
+
+	if (n != 0 || s->fd >= 0)
+		return;
+	snprintf(path, sizeof(path), "%s/lat_pagefault.%d.XXXXXX", s->dir, (int)getpid());
+	s->fd = mkstemp(path);
+	if (s->fd < 0) {
+		perror(path);
+		exit(1);
+	}
+	unlink(path);
+	memset(buf, 'p', sizeof(buf));
+	for (size_t done = 0; done < s->size; done += sizeof(buf))
+		if (write(s->fd, buf, s->size - done < sizeof(buf) ? s->size - done : sizeof(buf)) < 0)
+			abort();
+	s->map = mmap(NULL, s->size, PROT_READ, MAP_SHARED, s->fd, 0);
+	if (s->map == MAP_FAILED)
+		abort();
+	madvise(s->map, s->size, MADV_RANDOM);
+	s->order = malloc(s->pages * sizeof(*s->order));
+	if (!s->order)
+		abort();
+	for (size_t i = 0; i < s->pages; i++)
+		s->order[i] = i;
+	srand((unsigned)getpid());
+	for (size_t i = s->pages - 1; i > 0; i--) {
+		size_t j = (size_t)rand() % (i + 1), t = s->order[i];
+		s->order[i] = s->order[j];
+		s->order[j] = t;
+	}
+	madvise(s->map, s->size, MADV_DONTNEED);
+	s->next = 0;
+}
+
+static void teardown(iter_t n, void *cookie)
+{
+	struct state *s = cookie;
+
+	if (n != 0 || s->fd < 0)
+		return;
+	munmap(s->map, s->size);
+	close(s->fd);
+	free(s->order);
+	s->fd = -1;
+}
+
+static void fault(iter_t n, void *cookie)
+{
+	struct state *s = cookie;
+	long before = minor_faults();
+	unsigned sum = 0;
+
+	s->touches += n;
+	while (n--) {
+		sum += (unsigned char)s->map[s->order[s->next] * (size_t)s->pagesize];
+		if (++s->next == s->pages) {
+			madvise(s->map, s->size, MADV_DONTNEED); /* unmap the pages: refault */
+			s->next = 0;
+		}
+	}
+	s->faults += (uint64_t)(minor_faults() - before);
+	__asm__ __volatile__("" : : "r"(sum));
+}
+
+int main(int argc, char **argv)
+{
+	int first, parallel = 1, warmup = 0, reps = TRIES;
+	struct state s;
+	double ratio;
+
+	memset(&s, 0, sizeof(s));
+	s.fd = -1;
+	s.pagesize = sysconf(_SC_PAGESIZE);
+	s.dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	first = harness_options(argc, argv, &parallel, &warmup, &reps);
+	if (first < 0 || atol(argv[first]) < 64)
+		goto usage;
+	s.size = (size_t)atol(argv[first]) * 1024;
+	s.pages = s.size / (size_t)s.pagesize;
+	if (first + 1 < argc)
+		s.dir = argv[first + 1];
+	if (benchmp(setup, fault, teardown, 0, parallel, warmup, reps, &s))
+		return 1;
+	/* This process's own count (the parent's sizing run when parallel):
+	 * below 1 when the kernel mapped more than the touched page per fault. */
+	ratio = s.touches ? (double)s.faults / (double)s.touches : 0;
+	micro("lat_pagefault", get_n());
+	if (ratio > 0)
+		printf("lat_pagefault.per_fault %.4f us\n", (double)gettime() / 1000.0 / (double)get_n() / ratio);
+	printf("lat_pagefault.faults_per_page %.4f ratio\n", ratio);
+	return 0;
+usage:
+	fprintf(stderr, "usage: lat_pagefault [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] SIZE_KB(>=64) [dir]\n");
+	return 2;
+}
