@@ -1,0 +1,101 @@
+/*
+ * lat_tcp: TCP latency on loopback (lmbench's lat_tcp): a MSG_BYTES message
+ * (default 1) bounced off an echo server this program forks, bound to
+ * 127.0.0.1 on an ephemeral port. TCP_NODELAY so Nagle does not delay the
+ * small writes.
+ *
+ * usage: lat_tcp [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] [MSG_BYTES]
+ * Prints "lat_tcp <latency> us" per round trip.
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include <string.h>
+
+#include "net.h"
+
+struct state {
+	size_t msg;
+	char *buf;
+	int fd;
+	pid_t server;
+};
+
+static void echo(int listener, size_t msg)
+{
+	char *buf = malloc(msg);
+	int one = 1, fd = accept(listener, NULL, NULL);
+
+	if (fd < 0 || !buf)
+		_exit(1);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* Ends at EOF: the client closed, or died. */
+	while (!full_io(fd, buf, msg, 0) && !full_io(fd, buf, msg, 1))
+		;
+}
+
+/* Per process: its own server and connection. */
+static void start(iter_t n, void *cookie)
+{
+	struct state *s = cookie;
+	struct sockaddr_in addr;
+	int listener, one = 1;
+
+	if (n != 0 || s->server)
+		return;
+	listener = loopback_socket(SOCK_STREAM, &addr);
+	if (listener < 0) {
+		perror("lat_tcp: 127.0.0.1");
+		exit(1);
+	}
+	s->server = fork_server(listener, echo, s->msg);
+	s->buf = calloc(1, s->msg);
+	s->fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (!s->buf || s->fd < 0 || connect(s->fd, (struct sockaddr *)&addr, sizeof(addr))) {
+		perror("lat_tcp: connect");
+		stop_server(&s->server);
+		exit(1);
+	}
+	setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static void stop(iter_t n, void *cookie)
+{
+	struct state *s = cookie;
+
+	if (n != 0 || !s->server)
+		return;
+	close(s->fd);
+	stop_server(&s->server);
+	free(s->buf);
+}
+
+static void round_trip(iter_t n, void *cookie)
+{
+	struct state *s = cookie;
+
+	while (n--)
+		if (full_io(s->fd, s->buf, s->msg, 1) || full_io(s->fd, s->buf, s->msg, 0))
+			abort();
+}
+
+int main(int argc, char **argv)
+{
+	int first, parallel = 1, warmup = 0, reps = TRIES;
+	struct state s = { 1, NULL, -1, 0 };
+
+	first = harness_flags(argc, argv, &parallel, &warmup, &reps);
+	if (first < 0 || argc - first > 1)
+		goto usage;
+	if (first < argc)
+		s.msg = (size_t)atol(argv[first]);
+	if (s.msg < 1 || s.msg > (16u << 20))
+		goto usage;
+	if (benchmp(start, round_trip, stop, 0, parallel, warmup, reps, &s))
+		return 1;
+	micro("lat_tcp", get_n());
+	return 0;
+usage:
+	fprintf(stderr, "usage: lat_tcp [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] [MSG_BYTES, 1..16M, default 1]\n");
+	return 2;
+}

@@ -1,0 +1,85 @@
+/*
+ * lat_timer: sleep-timer accuracy (lmbench's lat_usleep): how long a sleep
+ * of INTERVAL_US really lasts with usleep(), nanosleep() or select() (no
+ * descriptors, just the timeout).
+ *
+ * usage: lat_timer [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] usleep|nanosleep|select [INTERVAL_US]
+ * Prints "lat_timer.<op> <oversleep> us": the median over intervals of the
+ * mean actual - requested duration (>= 0: a sleep never ends early), then
+ * "lat_timer.<op>.min" and "lat_timer.<op>.actual <duration> us".
+ */
+#define _GNU_SOURCE
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <time.h>
+#include <unistd.h>
+
+struct state {
+	long us;
+};
+
+static void do_usleep(iter_t n, void *cookie)
+{
+	struct state *s = cookie;
+
+	while (n--)
+		usleep((useconds_t)s->us);
+}
+
+static void do_nanosleep(iter_t n, void *cookie)
+{
+	struct state *s = cookie;
+	struct timespec req = { s->us / 1000000, (s->us % 1000000) * 1000 };
+
+	while (n--)
+		nanosleep(&req, NULL);
+}
+
+static void do_select(iter_t n, void *cookie)
+{
+	struct state *s = cookie;
+
+	while (n--) {
+		struct timeval tv = { s->us / 1000000, s->us % 1000000 }; /* select may modify it */
+		select(0, NULL, NULL, NULL, &tv);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int first, parallel = 1, warmup = 0, reps = TRIES;
+	struct state s = { 1000 };
+	benchmp_f f;
+	double n, req;
+
+	first = harness_options(argc, argv, &parallel, &warmup, &reps);
+	if (first < 0 || argc - first > 2)
+		goto usage;
+	if (!strcmp(argv[first], "usleep"))
+		f = do_usleep;
+	else if (!strcmp(argv[first], "nanosleep"))
+		f = do_nanosleep;
+	else if (!strcmp(argv[first], "select"))
+		f = do_select;
+	else
+		goto usage;
+	if (first + 1 < argc)
+		s.us = atol(argv[first + 1]);
+	if (s.us < 1 || s.us > 10000000)
+		goto usage;
+	if (benchmp(NULL, f, NULL, 0, parallel, warmup, reps, &s))
+		return 1;
+	n = (double)get_n() * 1000.0; /* ns -> us per sleep */
+	req = (double)s.us;
+	printf("lat_timer.%s %.4f us\n", argv[first], (double)gettime() / n - req);
+	printf("lat_timer.%s.min %.4f us\n", argv[first], (double)gettime_min() / n - req);
+	printf("lat_timer.%s.actual %.4f us\n", argv[first], (double)gettime() / n);
+	return 0;
+usage:
+	fprintf(stderr, "usage: lat_timer [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] usleep|nanosleep|select [INTERVAL_US, 1..10000000, default 1000]\n");
+	return 2;
+}
