@@ -1,10 +1,13 @@
 """Our lmbench-style micro-benchmarks (src/lmbench) as a catalog benchmark.
 
-Variables: `micro` (lat_syscall, lat_mem_rd, bw_mem, lat_proc), `op` (the
-micro-benchmark's operation), `size_kb` (lat_mem_rd, bw_mem, lat_ctx),
-`stride` (lat_mem_rd), `nprocs` (lat_ctx's ring),
-`parallel` (children of the harness: scalable load), `repetitions`
-(intervals whose median is reported).
+Variables: `micro` (one of PROGRAMS), `op` (the micro-benchmark's
+operation), `size_kb` (lat_mem_rd, bw_mem, lat_ctx, lat_mmap, lat_pagefault;
+stream's per-array size), `stride` (lat_mem_rd), `nprocs` (lat_ctx's ring),
+`msg_bytes` (lat_tcp, lat_udp message; bw_pipe, bw_unix chunk),
+`interval_us` (lat_timer's requested sleep), `parallel` (children of the
+harness: scalable load), `repetitions` (intervals whose median is reported).
+Every run shares one calibration cache file in the build directory, so only
+the first run on a machine spends seconds choosing the timing interval.
 """
 
 from __future__ import annotations
@@ -19,6 +22,10 @@ from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext
 from perfsnake.escape import value_text
 
 SRC = ROOT / "src" / "lmbench"
+_INT_TYPES = ("int", "int64")
+_LAT_OPS = tuple(f"{t}_{o}" for t in _INT_TYPES for o in ("xor", "add", "mul", "div", "mod")) + tuple(
+    f"{t}_{o}" for t in ("float", "double") for o in ("add", "mul", "div")
+)
 #: micro-benchmark -> its operations (the first is the default)
 OPS = {
     "lat_syscall": ("null", "read", "write", "stat", "fstat", "open"),
@@ -26,16 +33,42 @@ OPS = {
     "bw_mem": ("rd", "wr", "cp", "bzero"),
     "lat_proc": ("fork", "exec", "shell"),
     "lat_ctx": ("ring",),
+    "lat_pipe": ("roundtrip",),
+    "lat_sig": ("install", "catch", "prot"),
+    "lat_mmap": ("map",),
+    "lat_pagefault": ("fault",),
+    "stream": ("copy", "scale", "add", "triad", "fill", "daxpy", "sum"),
+    "bw_pipe": ("read",),
+    "bw_unix": ("read",),
+    "lat_tcp": ("roundtrip",),
+    "lat_udp": ("roundtrip",),
+    "lat_connect": ("connect",),
+    "lat_timer": ("usleep", "nanosleep", "select"),
+    "lat_ops": _LAT_OPS,
 }
 PROGRAMS = tuple(OPS)
-_LINE = re.compile(r"^(\S+) ([0-9.]+) (ns|us|MB/s)$", re.M)
+#: size_kb when a campaign does not set it (stream's arrays must outgrow the caches)
+SIZE_KB_DEFAULT = {"stream": 32768}
+#: not scalable in lmbench3 (lat_connect: TIME_WAIT exhaustion; lat_ops: a CPU constant)
+UNSCALABLE = ("lat_connect", "lat_ops")
+#: smallest size_kb and largest msg_bytes each program accepts
+MIN_SIZE_KB = {"bw_mem": 4, "lat_pagefault": 64}
+MAX_MSG_BYTES = {"lat_udp": 65507, "lat_tcp": 16 << 20, "bw_pipe": 64 << 20, "bw_unix": 64 << 20}
+#: secondary result lines "<primary>.<suffix>" -> metric
+_SECONDARY = {"min": "latency_min_ns", "actual": "actual_ns", "per_fault": "per_fault_ns"}
+_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s)$", re.M)
+CALIBRATION_FILE = "calibration.tsv"
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 class LmbenchBenchmark(Benchmark):
     name = "lmbench"
     build_defaults = {"lmbench_cflags": "-O2"}
-    run_defaults = {"micro": "lat_syscall", "size_kb": 1024, "stride": 64, "nprocs": 2, "parallel": 1, "repetitions": 11}
-    metrics = ("latency_ns", "bandwidth_mb_s")
+    run_defaults = {"micro": "lat_syscall", "stride": 64, "nprocs": 2, "interval_us": 1000, "parallel": 1, "repetitions": 11}
+    metrics = ("latency_ns", "latency_min_ns", "bandwidth_mb_s", "bandwidth_max_mb_s", "actual_ns", "per_fault_ns")
 
     def source_files(self) -> list[Path]:
         return sorted(SRC.glob("*.[ch]"))
@@ -45,13 +78,23 @@ class LmbenchBenchmark(Benchmark):
             p = {**self.run_defaults, **record}
             if p["micro"] not in PROGRAMS:
                 raise self.fail("variables.micro", f"unknown micro-benchmark {value_text(p['micro'])!r} (choose from {', '.join(PROGRAMS)})")
-            ops = OPS[str(p["micro"])]
+            micro = str(p["micro"])
+            ops = OPS[micro]
             op = p.get("op", ops[0])
             if len(ops) > 1 and op not in ops:
-                raise self.fail("variables.op", f"{value_text(op)!r} is not an operation of {p['micro']} (choose from {', '.join(ops)})")
-            for var in ("size_kb", "stride", "nprocs", "parallel", "repetitions"):
-                if isinstance(p[var], bool) or not isinstance(p[var], int) or p[var] < 1:
+                raise self.fail("variables.op", f"{value_text(op)!r} is not an operation of {micro} (choose from {', '.join(ops)})")
+            for var in ("size_kb", "stride", "nprocs", "parallel", "repetitions", "interval_us", "msg_bytes"):
+                if var in p and not _positive(p[var]):
                     raise self.fail(f"variables.{var}", f"{value_text(p[var])!r} is not a positive integer")
+            if micro in UNSCALABLE and p["parallel"] != 1:
+                raise self.fail("variables.parallel", f"{micro} is not a scalable benchmark (as in lmbench3): parallel must be 1, not {value_text(p['parallel'])}")
+            size = p.get("size_kb", SIZE_KB_DEFAULT.get(micro, 1024))
+            if size < MIN_SIZE_KB.get(micro, 1):  # type: ignore[operator]
+                raise self.fail("variables.size_kb", f"{micro} needs size_kb >= {MIN_SIZE_KB[micro]}, not {value_text(size)}")
+            if "msg_bytes" in p and p["msg_bytes"] > MAX_MSG_BYTES.get(micro, p["msg_bytes"]):  # type: ignore[operator]
+                raise self.fail("variables.msg_bytes", f"{micro} takes msg_bytes up to {MAX_MSG_BYTES[micro]}, not {value_text(p['msg_bytes'])}")
+            if p["interval_us"] > 10_000_000:  # type: ignore[operator]
+                raise self.fail("variables.interval_us", f"{value_text(p['interval_us'])} is above lat_timer's limit of 10000000 us")
 
     def build_script(self, ctx: BuildContext) -> str:
         flags = shlex.split(value_text(ctx.params["lmbench_cflags"]))
@@ -66,22 +109,42 @@ class LmbenchBenchmark(Benchmark):
         p = {**self.run_defaults, **ctx.params}
         micro = str(p["micro"])
         op = value_text(p.get("op", OPS[micro][0]))
-        argv = [str(ctx.build_dir / micro), "-P", value_text(p["parallel"]), "-N", value_text(p["repetitions"])]
-        if micro == "lat_mem_rd":
-            return [*argv, value_text(p["size_kb"]), value_text(p["stride"])]
-        if micro == "bw_mem":
-            return [*argv, value_text(p["size_kb"]), op]
-        if micro == "lat_ctx":
-            return [*argv, value_text(p["size_kb"]), value_text(p["nprocs"])]
-        return [*argv, op]
+        size = value_text(p.get("size_kb", SIZE_KB_DEFAULT.get(micro, 1024)))
+        msg = [value_text(p["msg_bytes"])] if "msg_bytes" in p else []
+        argv = [str(ctx.build_dir / micro), "-P", value_text(p["parallel"]), "-N", value_text(p["repetitions"]),
+                "-C", str(ctx.build_dir / CALIBRATION_FILE)]  # fmt: skip
+        operands: dict[str, list[str]] = {
+            "lat_mem_rd": [size, value_text(p["stride"])],
+            "bw_mem": [size, op],
+            "lat_ctx": [size, value_text(p["nprocs"])],
+            "lat_pipe": [],
+            "lat_mmap": [size],
+            "lat_pagefault": [size],
+            "stream": [op, size],
+            "bw_pipe": msg,
+            "bw_unix": msg,
+            "lat_tcp": msg,
+            "lat_udp": msg,
+            "lat_connect": [],
+            "lat_timer": [op, value_text(p["interval_us"])],
+        }
+        return [*argv, *operands.get(micro, [op])]
 
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
-        out: dict[str, object] = {"latency_ns": None, "bandwidth_mb_s": None}
-        match = _LINE.search(stdout)
-        if match:
-            value, unit = float(match.group(2)), match.group(3)
+        """The first result line is the median (latency or bandwidth); lines
+        named after it with a suffix are the minimum (`.min`), best bandwidth
+        (`.max`) and program-specific figures (`.actual`, `.per_fault`)."""
+        out: dict[str, object] = dict.fromkeys(self.metrics)
+        lines = [(m.group(1), float(m.group(2)), m.group(3)) for m in _LINE.finditer(stdout)]
+        if not lines:
+            return out
+        primary = lines[0][0]
+        for name, value, unit in lines:
             if unit == "MB/s":
-                out["bandwidth_mb_s"] = value
+                key = "bandwidth_mb_s" if name == primary else "bandwidth_max_mb_s" if name == f"{primary}.max" else None
             else:
-                out["latency_ns"] = value * 1000 if unit == "us" else value
+                key = "latency_ns" if name == primary else _SECONDARY.get(name.removeprefix(f"{primary}.")) if name.startswith(f"{primary}.") else None
+                value = value * 1000 if unit == "us" else value
+            if key and out[key] is None:
+                out[key] = value
         return out

@@ -31,9 +31,9 @@ uint64_t get_n(void); /* iterations per interval */
 uint64_t now_ns(void);
 
 /* The timing interval chosen for the clock (the paper's delta method).
- * LMBENCH_ENOUGH_US fixes it; otherwise a calibration cache file (-C FILE
- * or LMBENCH_CALIBRATION) keyed by host, CPU model and clock resolution
- * is read, or written after calibrating. */
+ * LMBENCH_ENOUGH_US fixes it; otherwise a calibration cache file
+ * (LMBENCH_CALIBRATION, else -C FILE) keyed by host, CPU model and clock
+ * resolution is read, or written after calibrating. */
 uint64_t timing_interval_us(void);
 
 /* Parses -P parallel, -W warmup_us, -N repetitions, -C calibration_file;

@@ -129,13 +129,14 @@ static void calibration_key(char *key, size_t len)
 		 (long)res.tv_sec * 1000000000L + res.tv_nsec);
 }
 
+/* LMBENCH_CALIBRATION, set by a user, wins over -C, a wrapper's default. */
 static const char *cache_path(void)
 {
 	const char *env = getenv("LMBENCH_CALIBRATION");
 
-	if (calibration_file && *calibration_file)
-		return calibration_file;
-	return env && *env ? env : NULL;
+	if (env && *env)
+		return env;
+	return calibration_file && *calibration_file ? calibration_file : NULL;
 }
 
 /* "<key>\t<interval_us>" lines; 0 when this machine has none. */
