@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SNAKEMAKE := $(VENV)/bin/snakemake
 STAMP := $(VENV)/.perfsnake-installed
 
-.PHONY: setup run resume rerun-failed test lint report clean
+.PHONY: setup run resume rerun-failed test lint report artifact clean
 
 $(STAMP): requirements.txt pyproject.toml scripts/setup/apt.sh Makefile
 	bash scripts/setup/apt.sh
@@ -40,6 +40,10 @@ rerun-failed: setup
 
 report: setup
 	$(SNAKEMAKE) --cores 1 all --report report.html $(if $(CAMPAIGN),--config campaign=$(CAMPAIGN))
+
+## Pack a finished campaign as a paper artifact (zip; OUTPUT=file.zip to choose where).
+artifact: setup
+	$(PY) -m perfsnake artifact $(if $(CAMPAIGN),--config campaign=$(CAMPAIGN)) $(if $(OUTPUT),--output $(OUTPUT))
 
 test: setup
 	$(VENV)/bin/pytest -q -p no:cacheprovider

@@ -5,6 +5,8 @@
                                              list runs that failed or timed out
     python -m perfsnake rerun-failed [--config campaign=PATH] [-- SNAKEMAKE ARGS]
                                              set failed runs aside and re-run only them
+    python -m perfsnake artifact [--config campaign=PATH] [--output FILE.zip] [--allow-failed]
+                                             pack a finished campaign as a reproducible artifact
 """
 
 from __future__ import annotations
@@ -72,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name)
         p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE")
         p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
+    art = sub.add_parser("artifact", help="pack a finished campaign (zip: campaign, config, workflow, results, report)")
+    art.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE")
+    art.add_argument("--output", metavar="FILE.zip", help="default: results/<campaign>/artifact/<campaign>-artifact.zip")
+    art.add_argument("--allow-failed", action="store_true", help="pack even if some runs failed or timed out")
+    art.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: extra arguments for snakemake --report")
     args = parser.parse_args(argv)
     try:
         if args.command == "validate":
@@ -82,6 +89,16 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         config = _config(args.config)
         campaign_files(config)
+        if args.command == "artifact":
+            from perfsnake.artifact import ArtifactError, build
+
+            try:
+                out = build(config, args.config, args.output, args.allow_failed, [a for a in args.snakemake_args if a != "--"])
+            except ArtifactError as exc:
+                print(f"perfsnake: artifact: {exc}", file=sys.stderr)
+                return 1
+            print(out)
+            return 0
         plan = plan_from_config(config)
     except CampaignError as exc:
         print(f"perfsnake: error: {exc}", file=sys.stderr)
