@@ -1,0 +1,131 @@
+"""profiles/slurm on a real single-node Slurm cluster (slurm-wlm and munge
+from Debian, started and stopped by this module): a small heater campaign goes
+through Snakemake's Slurm executor plugin and yields what a local run yields."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT, SNAKEMAKE, jobs_run, snakemake, statuses, write_campaign
+from perfsnake.aggregate import read_csv
+from perfsnake.sysinfo import online_cpus
+from slurm_cluster import SLURM_CONF, ClusterUnavailable, SlurmCluster, missing_binaries
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(bool(missing_binaries()), reason=f"Slurm/munge binaries missing: {', '.join(missing_binaries())} (apt-get install slurm-wlm munge)"),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = SlurmCluster()
+    try:
+        c.start()
+    except ClusterUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        yield c
+    finally:
+        c.stop()
+        assert not c.running()
+        assert not SLURM_CONF.exists() or not SLURM_CONF.read_text().startswith("# perfsnake-test-cluster")
+
+
+def campaign_data():
+    return {
+        "name": "heat",
+        "benchmark": "heater",
+        "variables": {"cpu": [online_cpus()[0]], "interval_ms": [100, 200]},
+        "nb_runs": 2,
+        "duration_s": 0.3,
+        "timeout_s": 30,
+        "plots": [{"kind": "bar", "x": "interval_ms", "y": "ops_per_s"}],
+    }
+
+
+def slurm_snakemake(workdir: Path, campaign: Path, cluster: SlurmCluster, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The documented cluster command: the slurm profile in place of profiles/default."""
+    cmd = [
+        SNAKEMAKE,
+        "-s", str(ROOT / "workflow" / "Snakefile"),
+        "--profile", str(ROOT / "profiles" / "slurm"),
+        "--workflow-profile", "none",
+        "--directory", str(workdir),
+        "--configfile", str(ROOT / "config" / "config.yaml"),
+        # A test cluster answers at once; the profile's 20 s suit a real one.
+        "--slurm-init-seconds-before-status-checks", "1",
+        *args,
+        "--config", f"campaign={campaign}",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir, env=cluster.env, check=False)
+    if proc.returncode != 0:
+        raise AssertionError(
+            f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}\n"
+            f"--- slurmctld.log\n{cluster.log('slurmctld')}\n--- slurmd.log\n{cluster.log('slurmd')}"
+        )
+    return proc
+
+
+def tree(base: Path) -> set[str]:
+    """File names under results/<campaign>, relative (no Slurm-only files)."""
+    return {str(p.relative_to(base)) for p in base.rglob("*") if p.is_file()}
+
+
+def test_campaign_through_slurm_matches_local_run(cluster, tmp_path):
+    on_slurm, local = tmp_path / "slurm", tmp_path / "local"
+    camp = write_campaign(on_slurm, campaign_data())
+    started = time.monotonic()
+    proc = slurm_snakemake(on_slurm, camp, cluster, "all")
+    elapsed = time.monotonic() - started
+    log = proc.stdout + proc.stderr
+
+    # The same campaign run locally, for comparison.
+    snakemake(local, write_campaign(local, campaign_data()), "--cores", "2", "all")
+
+    base, base_local = on_slurm / "results" / "heat", local / "results" / "heat"
+    frame, frame_local = read_csv(base / "heat.csv"), read_csv(base_local / "heat.csv")
+    assert list(frame.columns) == list(frame_local.columns)
+    key = ["interval_ms", "run"]
+    assert sorted(map(tuple, frame[key].values.tolist())) == sorted(map(tuple, frame_local[key].values.tolist())) == [
+        (100, 1), (100, 2), (200, 1), (200, 2),
+    ]  # fmt: skip
+    assert set(frame["status"]) == {"ok"} and (frame["ops_per_s"] > 0).all()
+    runs = statuses(on_slurm, "heat")
+    assert sorted(runs) == sorted(statuses(local, "heat"))
+    assert len(runs) == 4 and all(s["status"] == "ok" for s in runs.values())
+    assert tree(base) == tree(base_local)
+    assert json.loads((base / "results.json").read_text()) and (base / "summary.csv").exists()
+
+    # Run, build and tool jobs went through Slurm; the summary rules stayed local.
+    assert log.count("has been submitted with SLURM jobid") == 6, log[-3000:]
+    for rule in ("collect", "aggregate", "analyse", "plot"):
+        assert f"localrule {rule}:" in log
+    assert jobs_run(proc, "run") == 4
+    slurm_logs = on_slurm / ".snakemake" / "slurm_logs"
+    run_logs = sorted((slurm_logs / "rule_run").rglob("*.log"))
+    assert len(run_logs) == 4, run_logs
+    assert sorted(p.name for p in slurm_logs.iterdir()) == ["rule_build", "rule_run", "rule_tool"]
+    run_ids = {p.stem for p in run_logs}
+
+    # Slurm's view: every run job completed on the node, with the whole node
+    # to itself (--exclusive), never overlapping any other job.
+    jobs = {j["JobID"]: j for j in cluster.jobs()}
+    assert run_ids <= set(jobs), (run_ids, jobs)
+    for jid in run_ids:
+        job = jobs[jid]
+        assert job["State"] == "COMPLETED" and job["NodeList"] == cluster.host, job
+        assert job["OverSubscribe"] == "NO", job
+        for other in jobs.values():
+            if other["JobID"] != jid and other["StartTime"] != "N/A":
+                assert other["EndTime"] <= job["StartTime"] or other["StartTime"] >= job["EndTime"], (job, other)
+    print(f"\nslurm campaign: {elapsed:.1f} s for {len(jobs)} Slurm jobs")
+
+    # Nothing left to do: a second invocation submits nothing.
+    again = slurm_snakemake(on_slurm, camp, cluster, "all")
+    assert "has been submitted" not in again.stdout + again.stderr
