@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from perfsnake.metadata import host_metadata
+from perfsnake.platforms import PLATFORM_FILE
 
 BASE_COLUMNS = ("campaign", "benchmark")
 TAIL_COLUMNS = ("status", "exit_code", "wall_s", "start", "end")
@@ -102,6 +103,19 @@ def write_commands(path: Path, results: list[dict]) -> None:
     path.write_text("".join(parts))
 
 
+def platform_metadata(results: list[dict], kind: str) -> dict[str, object]:
+    """Where the runs executed, when not here: the first run's platform.json
+    (the remote host's facts for ssh; engine, image and image id for containers)."""
+    if kind == "local":
+        return {"platform": "local"}
+    for res in results:
+        path = Path(res["run_dir"]) / PLATFORM_FILE
+        if path.exists():
+            facts = json.loads(path.read_text())
+            return {"platform": kind, **{f"platform_{k}": v for k, v in facts.items() if k != "type" and not str(k).startswith("remote_")}}
+    return {"platform": kind}
+
+
 def aggregate(results_file: str | Path, info: Mapping[str, object], csv_path: Path, json_path: Path, commands_path: Path) -> None:
     results = load_results(results_file)
     variables = list(info["variables"])  # type: ignore[call-overload]
@@ -112,6 +126,7 @@ def aggregate(results_file: str | Path, info: Mapping[str, object], csv_path: Pa
         "campaign_sha256": info["sha256"],
         "benchmark": info["benchmark"],
         **host_metadata(),
+        **platform_metadata(results, str(info.get("platform", "local"))),
     }
     units: dict[str, str] = {}
     for res in results:

@@ -24,6 +24,7 @@ from perfsnake.benchmarks.base import Benchmark
 from perfsnake.errors import CampaignError
 from perfsnake.escape import key_component, record_path, value_text
 from perfsnake.instruments import Instruments
+from perfsnake.platforms import Local, Platform, make_platform
 
 SCHEMA_DIR = ROOT / "config" / "schemas"
 
@@ -94,6 +95,8 @@ def schema_error(data: Any, schema_name: str, origin: str) -> CampaignError | No
     if isinstance(data, dict) and list(error.absolute_path)[:1] == ["benchmark"]:
         # oneOf hides which alternative was meant; judge by the given type.
         return _benchmark_error(data.get("benchmark"), origin)
+    if isinstance(data, dict) and list(error.absolute_path)[:1] == ["platform"]:
+        return _platform_error(data.get("platform"), origin)
     key = _dotted(error.absolute_path)
     if error.validator == "additionalProperties":
         known = sorted(error.schema.get("properties", {}))
@@ -120,6 +123,22 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _sub_schema_error(spec: dict, sub: str, prefix: str, origin: str) -> CampaignError | None:
+    """The first violation of one $defs alternative, keyed under `prefix`."""
+    schema = load_schema("campaign.schema.yaml")
+    sub_schema = {**schema["$defs"][sub], "$defs": schema["$defs"]}
+    for error in jsonschema.Draft202012Validator(sub_schema).iter_errors(spec):
+        key = _dotted([prefix, *error.absolute_path])
+        if error.validator == "additionalProperties":
+            known = sorted(error.schema.get("properties", {}))
+            extra = sorted(set(error.instance) - set(known))
+            return CampaignError(origin, f"{key}.{extra[0]}", f"unknown key (known: {', '.join(known)})")
+        if error.validator == "type":
+            return CampaignError(origin, key, f"expected {_types(error.validator_value)}, got {_show(error.instance)}")
+        return CampaignError(origin, key, _one_line(error.message))
+    return None
+
+
 def _benchmark_error(spec: Any, origin: str) -> CampaignError:
     names = ", ".join(sorted([*BUILTINS, "command"]))
     if isinstance(spec, str):
@@ -128,17 +147,23 @@ def _benchmark_error(spec: Any, origin: str) -> CampaignError:
         kind = spec.get("type")
         if kind not in (*BUILTINS, "command"):
             return CampaignError(origin, "benchmark.type", f"unknown benchmark {kind!r} (choose from {names})")
-        schema = load_schema("campaign.schema.yaml")
-        sub = "command_benchmark" if kind == "command" else "builtin_benchmark"
-        sub_schema = {**schema["$defs"][sub], "$defs": schema["$defs"]}
-        for error in jsonschema.Draft202012Validator(sub_schema).iter_errors(spec):
-            key = _dotted(["benchmark", *error.absolute_path])
-            if error.validator == "additionalProperties":
-                known = sorted(error.schema.get("properties", {}))
-                extra = sorted(set(error.instance) - set(known))
-                return CampaignError(origin, f"{key}.{extra[0]}", f"unknown key (known: {', '.join(known)})")
-            return CampaignError(origin, key, _one_line(error.message))
+        error = _sub_schema_error(spec, "command_benchmark" if kind == "command" else "builtin_benchmark", "benchmark", origin)
+        if error:
+            return error
     return CampaignError(origin, "benchmark", f"expected a benchmark name or mapping, got {_show(spec)}")
+
+
+PLATFORMS = ("local", "container", "ssh")
+
+
+def _platform_error(spec: Any, origin: str) -> CampaignError:
+    if not isinstance(spec, dict):
+        return CampaignError(origin, "platform", f"expected a mapping with a type, got {_show(spec)}")
+    kind = spec.get("type")
+    if kind not in PLATFORMS:
+        return CampaignError(origin, "platform.type", f"unknown platform {_show(kind)} (choose from {', '.join(PLATFORMS)})")
+    error = _sub_schema_error(spec, f"{kind}_platform", "platform", origin)
+    return error or CampaignError(origin, "platform", "invalid platform")
 
 
 def fill_defaults(data: dict, schema: dict) -> dict:
@@ -181,6 +206,7 @@ class Campaign:
     #: for a derived control campaign: (the campaign it controls, which variant it is)
     control_of: tuple[str, str] | None = None
     by_path: dict[str, Record] = field(default_factory=dict)
+    platform: Platform = field(default_factory=Local)
 
     def build_params(self, record: Record) -> dict[str, object]:
         params = dict(self.benchmark.build_defaults)
@@ -347,6 +373,8 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     benchmark.check(recs, order)
     instruments = Instruments.from_campaign(data, origin)
     instruments.check(recs, order)
+    platform = make_platform(data["platform"], order, origin)
+    platform.check(instruments, origin)
     plots = _check_plots(data["plots"], order, [*benchmark.metrics, *instruments.declared_metrics()], origin)
     for var in (data["statistics"].get("baseline") or {}):
         if var not in order:
@@ -366,7 +394,8 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     if compare and not instruments.uses("perf_record"):
         raise CampaignError(origin, "compare", "differential flame graphs need the perf_record wrapper")
     build_vars = benchmark.build_variables(order)
-    records = [Record(r, record_path(r, order), key_component(r, build_vars)) for r in recs]
+    # Builds on another machine get a directory of their own.
+    records = [Record(r, record_path(r, order), platform.build_tag() + key_component(r, build_vars)) for r in recs]
     campaign = Campaign(
         name=data["name"],
         file=path,
@@ -385,6 +414,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         instruments=instruments,
         compare=compare,
         precision=precision,
+        platform=platform,
     )
     campaign.by_path = {r.path: r for r in records}
     return campaign

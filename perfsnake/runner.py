@@ -10,16 +10,15 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfsnake.escape import value_text
 
-COMMAND_FILE = "command.sh"
 STATUS_FILE = "status.json"
 
 
@@ -99,8 +98,11 @@ def _hook_entry(hook: object, phase: str, outcome: dict[str, object]) -> dict[st
     return {"hook": getattr(hook, "key", ""), "type": getattr(hook, "kind", ""), "phase": phase, **public}
 
 
+Launch = Callable[[Path, str, "float | None"], int]
+
+
 def execute(
-    launcher: Path,
+    launch: Launch,
     run_dir: Path,
     script: str,
     timeout_s: float | None,
@@ -109,14 +111,14 @@ def execute(
     label: str = "",
     hooks: tuple[list, list, object] | None = None,
 ) -> int:
-    """Run one benchmark through the launcher; returns the launcher's exit code.
+    """Run one benchmark through the platform's launcher; returns its exit code.
 
     Pre-run hooks run before the launcher starts, teardown and post-run hooks
     after it returned, whatever happened; what each did goes to hooks.json.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     if not hooks or not (hooks[0] or hooks[1]):
-        return _launch(launcher, run_dir, script, timeout_s, progress, campaign, label)
+        return _launch(launch, run_dir, script, timeout_s, progress, campaign, label)
     pre, post, ctx = hooks
     report: list[dict[str, object]] = []
     started: list[tuple[object, dict[str, object]]] = []
@@ -125,7 +127,7 @@ def execute(
             state = hook.apply(ctx, "pre")
             started.append((hook, state))
             report.append(_hook_entry(hook, "pre", state))
-        return _launch(launcher, run_dir, script, timeout_s, progress, campaign, label)
+        return _launch(launch, run_dir, script, timeout_s, progress, campaign, label)
     finally:
         for hook, state in reversed(started):
             done = hook.teardown(ctx, state)
@@ -137,7 +139,7 @@ def execute(
 
 
 def _launch(
-    launcher: Path,
+    launch: Launch,
     run_dir: Path,
     script: str,
     timeout_s: float | None,
@@ -145,17 +147,10 @@ def _launch(
     campaign: str,
     label: str,
 ) -> int:
-    cmd_file = run_dir / COMMAND_FILE
-    cmd_file.write_text(script)
-    cmd_file.chmod(0o755)
-    argv = [str(launcher), "--dir", str(run_dir)]
-    if timeout_s:
-        argv += ["--timeout", repr(float(timeout_s))]
-    argv += ["--", str(cmd_file)]
     if progress is not None:
         print(progress.start_line(campaign, label), file=sys.stderr, flush=True)
     started = time.monotonic()
-    code = subprocess.run(argv, check=False).returncode
+    code = launch(run_dir, script, timeout_s)
     if progress is not None:
         progress.finished(time.monotonic() - started)
     if code != 0:

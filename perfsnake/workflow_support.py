@@ -23,7 +23,6 @@ CAMPAIGN_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 RECORD_RE = r"[^/]+(/[^/]+)*?"
 
 RESULTS = "results"
-LAUNCHER = "resources/bin/psrun"
 
 #: Modules whose edits re-run collect (parsers) but never the measurements.
 _PKG = ROOT / "perfsnake"
@@ -46,6 +45,8 @@ class Plan:
         # and the builds use absolute ones so they can be re-run from anywhere.
         self.workdir = Path.cwd()
         self.builds: dict[tuple[str, str], tuple[Benchmark, dict[str, object]]] = {}
+        #: the platform spec (JSON) of builds made elsewhere than here
+        self.build_platforms: dict[tuple[str, str], str] = {}
         self.sources: dict[str, dict[str, str]] = {}
         self._existing: dict[str, int] = {}
         self._specs: dict[tuple[str, str], str] = {}
@@ -65,6 +66,8 @@ class Plan:
                     if previous and previous[0].fingerprint() != bench.fingerprint():
                         raise CampaignError(c.origin, "benchmark", f"build {bench.key}/{key} is defined differently by another campaign")
                     self.builds[(bench.key, key)] = (bench, params)
+                    if c.platform.build_tag():
+                        self.build_platforms[(bench.key, key)] = json.dumps(c.data["platform"], sort_keys=True)
             # Instruments that need building (the lock library), per record.
             self._instrument_builds[c.name] = {}
             for record in c.records:
@@ -190,12 +193,20 @@ class Plan:
         inputs += [str(p) for p in bench.source_files()]
         return inputs
 
+    def build_platform(self, bench_key: str, key: str) -> str:
+        return self.build_platforms.get((bench_key, key), "")
+
     def build_spec(self, bench_key: str, key: str, threads: int = 2) -> str:
         bench, params = self.builds[(bench_key, key)]
         ctx = BuildContext(params, self._build_dir(bench, key), self._src_dir(bench), threads)
         return bench.build_script(ctx)
 
     # ---- run ---------------------------------------------------------------------
+    def launcher(self, name: str) -> list[str]:
+        """The launcher a run needs here (over ssh it is built on the remote host)."""
+        platform = self.campaigns[name].platform
+        return [] if platform.kind == "ssh" else [platform.launcher]
+
     def run_build_input(self, name: str, record_path: str) -> list[str]:
         c = self.campaigns[name]
         builds = self._instrument_builds[name][record_path]
@@ -241,15 +252,10 @@ class Plan:
     def _make_spec(self, name: str, record_path: str) -> str:
         c = self.campaigns[name]
         record = c.by_path[record_path]
-        return json.dumps(
-            {
-                "record": record.values,
-                "benchmark": c.fingerprint(),
-                "duration_s": c.duration_s,
-            },
-            sort_keys=True,
-            default=str,
-        )
+        spec = {"record": record.values, "benchmark": c.fingerprint(), "duration_s": c.duration_s}
+        if c.platform.fingerprint():
+            spec["platform"] = c.platform.fingerprint()
+        return json.dumps(spec, sort_keys=True, default=str)
 
     def run_script(self, name: str, record_path: str, run: int) -> tuple[Path, str]:
         c = self.campaigns[name]
@@ -270,8 +276,13 @@ class Plan:
         if name not in self._existing:
             self._existing[name] = runner.count_done(self.possible_run_targets(name))
         progress = runner.progress_for(name, total, self._existing[name])
-        ctx = Context(c.run_params(c.by_path[record_path]), rdir, self.workdir)
-        runner.execute(self.workdir / LAUNCHER, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
+        params = c.run_params(c.by_path[record_path])
+        ctx = Context(params, rdir, self.workdir)
+
+        def launch(run_dir: Path, text: str, timeout_s: float | None) -> int:
+            return c.platform.launch(self.workdir, run_dir, text, timeout_s, params)
+
+        runner.execute(launch, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
                        hooks=(c.instruments.pre, c.instruments.post, ctx))  # fmt: skip
 
     # ---- collect, aggregate, plots -------------------------------------------------
@@ -339,6 +350,7 @@ def campaign_info(c: Campaign) -> dict[str, object]:
         "file": str(c.file),
         "sha256": c.sha256,
         "benchmark": c.benchmark.name,
+        "platform": c.platform.kind,
         "variables": c.variables,
         "metrics": c.metric_names(),
         "pretty": c.pretty,

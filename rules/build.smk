@@ -17,6 +17,23 @@ rule tool:
         "cc -O2 -Wall -Wextra -Werror -o {output} {input} 2> {log}"
 
 
+# The launcher inside containers: static, so it runs whatever the image's C
+# library.
+rule static_tool:
+    input:
+        str(ws.ROOT / "src/{tool}/{tool}.c"),
+    output:
+        "resources/bin/{tool}-static",
+    log:
+        "resources/logs/tool/{tool}-static.log",
+    wildcard_constraints:
+        tool="psrun",
+    conda:
+        "../envs/build.yaml"
+    shell:
+        "cc -O2 -Wall -Wextra -Werror -static -o {output} {input} 2> {log}"
+
+
 rule build:
     input:
         build_input,
@@ -29,5 +46,6 @@ rule build:
     threads: 2
     params:
         script=build_params,
+        platform=build_platform,
     script:
         "../scripts/build.py"

@@ -41,6 +41,14 @@ def build_params(wildcards):
     return PLAN.build_spec(wildcards.bench, wildcards.bkey)
 
 
+def build_platform(wildcards):
+    return PLAN.build_platform(wildcards.bench, wildcards.bkey)
+
+
+def run_launcher(wildcards):
+    return PLAN.launcher(wildcards.campaign)
+
+
 def fetch_params(wildcards):
     return PLAN.source_spec(wildcards.source)
 
@@ -116,6 +124,8 @@ for _func in (
     run_order,
     build_input,
     build_params,
+    build_platform,
+    run_launcher,
     fetch_params,
 ):
     ws.cache_signature(_func)

@@ -5,7 +5,7 @@
 
 rule run:
     input:
-        launcher=ws.LAUNCHER,
+        launcher=run_launcher,
         build=run_build_input,
     output:
         "results/{campaign}/runs/{record}/run-{run}/status.json",

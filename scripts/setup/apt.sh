@@ -10,6 +10,14 @@ PACKAGES=(
   python3-venv time procps
   numactl strace ltrace valgrind libjemalloc2 libgoogle-perftools4
 )
+# Platforms beyond this machine (issue 7): an sshd for the ssh platform's
+# tests, podman with runc and debootstrap for the container platform, a
+# single-node Slurm cluster for the Slurm profile's tests. Installed with
+# their recommended packages (podman's storage and runtime helpers).
+PLATFORM_PACKAGES=(
+  openssh-server openssh-client podman runc debootstrap uidmap slirp4netns
+  slurm-wlm munge
+)
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -33,11 +41,28 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+missing_platform=()
+for p in "${PLATFORM_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_platform+=("$p")
+done
 stamp=/var/lib/apt/periodic/perfsnake-update-stamp
-if [ "$need_update" = 1 ] || [ ${#missing[@]} -gt 0 ] || [ ! -e "$stamp" ]; then
+if [ "$need_update" = 1 ] || [ ${#missing[@]} -gt 0 ] || [ ${#missing_platform[@]} -gt 0 ] || [ ! -e "$stamp" ]; then
   $SUDO apt-get update -qq
   $SUDO mkdir -p "$(dirname "$stamp")" && $SUDO touch "$stamp"
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [ ${#missing_platform[@]} -gt 0 ]; then
+  # Daemons are started by the tests (and by users) when needed, not at
+  # install time (an existing policy is left as it is).
+  own_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+    $SUDO chmod +x /usr/sbin/policy-rc.d
+    own_policy=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing_platform[@]}" || status=$?
+  if [ "$own_policy" = 1 ]; then $SUDO rm -f /usr/sbin/policy-rc.d; fi
+  exit "${status:-0}"
 fi

@@ -7,7 +7,13 @@
  * only for a run that finished, crashed or timed out; an aborted run (psrun
  * signalled, or its parent gone) leaves no status file and is re-run.
  *
- * usage: psrun --dir RUN_DIR [--timeout SEC] [--grace SEC] -- PROG [ARG...]
+ * usage: psrun --dir RUN_DIR [--timeout SEC] [--grace SEC] [--watch-stdin]
+ *              -- PROG [ARG...]
+ *
+ * --watch-stdin: end-of-file on psrun's standard input aborts the run like a
+ * dead parent. Across ssh or a container engine the parent is not the
+ * workflow, but the workflow holds the other end of that pipe, so a killed
+ * workflow or a dropped connection still stops the benchmark.
  *
  * Exit status: 0 when the run was recorded (whatever the benchmark did),
  * 2 on a usage or setup error, 128+N when aborted by signal N.
@@ -15,6 +21,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +81,23 @@ static void watched_set(sigset_t *set)
 	sigaddset(set, SIGHUP);
 }
 
+static int watch_stdin;
+
+/* True once standard input reached end-of-file (data is discarded). */
+static int stdin_closed(void)
+{
+	struct pollfd p = { .fd = 0, .events = POLLIN };
+	char buf[256];
+
+	while (poll(&p, 1, 0) > 0) {
+		if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
+			return 1;
+		if (read(0, buf, sizeof(buf)) <= 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* Wait for the child, but no longer than `limit` seconds (negative: forever).
  * Returns 1 when reaped, 0 on time-out, -signo when psrun was signalled or
  * its parent died (reported as SIGHUP). */
@@ -95,10 +119,10 @@ static int wait_child(pid_t pid, pid_t parent, double limit, int *wstatus,
 			return 1;
 		if (r < 0 && errno != EINTR)
 			die("wait4");
-		if (getppid() != parent)
+		if (getppid() != parent || (watch_stdin && stdin_closed()))
 			return -SIGHUP;
-		/* Wake at least once a second to notice a dead parent. */
-		step = 1.0;
+		/* Wake regularly to notice a dead parent or a closed stdin. */
+		step = watch_stdin ? 0.2 : 1.0;
 		if (limit >= 0) {
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			left = limit - ts_diff(&start, &now);
@@ -120,6 +144,7 @@ static int stop_group(pid_t pid, double grace, int *wstatus, struct rusage *ru)
 {
 	int r;
 
+	watch_stdin = 0; /* already stopping: give the grace period in full */
 	kill(-pid, SIGTERM);
 	r = wait_child(pid, getppid(), grace, wstatus, ru);
 	if (r != 1) {
@@ -181,6 +206,8 @@ int main(int argc, char **argv)
 			timeout = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--grace") && i + 1 < argc)
 			grace = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--watch-stdin"))
+			watch_stdin = 1;
 		else if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
@@ -189,7 +216,7 @@ int main(int argc, char **argv)
 	}
 	if (!dir || i >= argc) {
 		fprintf(stderr, "usage: psrun --dir RUN_DIR [--timeout SEC] "
-				"[--grace SEC] -- PROG [ARG...]\n");
+				"[--grace SEC] [--watch-stdin] -- PROG [ARG...]\n");
 		return 2;
 	}
 	out = open_out(dir, "stdout.txt");

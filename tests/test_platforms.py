@@ -1,0 +1,195 @@
+"""SSH and container platforms, for real: an sshd on 127.0.0.1 and podman
+with a local debootstrap image, both started by these tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import sshd
+from helpers import ROOT, SNAKEMAKE, snakemake, statuses, write_campaign
+
+IMAGE = "localhost/perfsnake-bookworm:latest"
+
+
+def command_campaign(command: str, platform: dict, variables: dict | None = None, **extra) -> dict:
+    data = {
+        "name": "p",
+        "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=(\S+)"}},
+        "variables": variables or {"x": [1, 2]},
+        "nb_runs": 2,
+        "platform": platform,
+    }
+    data.update(extra)
+    return data
+
+
+def pgrep(pattern: str) -> list[str]:
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True, check=False).stdout.split()
+
+
+def wait_for(predicate, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def kill_workflow_during_run(workdir: Path, campaign: Path, marker: str) -> None:
+    """Start the workflow, SIGKILL it (alone) once the marked benchmark runs."""
+    cmd = [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
+           "--configfile", str(ROOT / "config/config.yaml"), "--config", f"campaign={campaign}"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: pgrep(marker), 120, f"{marker} to start")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+# ---- ssh ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not Path(sshd.SSHD).exists():
+        pytest.skip("openssh-server is not installed (scripts/setup/apt.sh installs it)")
+    srv = sshd.start(tmp_path_factory.mktemp("sshd"))
+    yield srv
+    sshd.stop(srv)
+
+
+def test_ssh_builds_and_runs_on_the_remote_host(tmp_path, server):
+    remote = tmp_path / "remote"
+    data = {"name": "s", "benchmark": "heater", "variables": {"cpu": [0, 1]}, "nb_runs": 2, "duration_s": 0.5,
+            "timeout_s": 30, "platform": server.platform(remote)}  # fmt: skip
+    snakemake(tmp_path, write_campaign(tmp_path, data), "--cores", "2", "all")
+    runs = statuses(tmp_path, "s")
+    assert sorted(runs) == ["cpu-0/run-1", "cpu-0/run-2", "cpu-1/run-1", "cpu-1/run-2"]
+    assert {r["status"] for r in runs.values()} == {"ok"}
+    # Built there, not here: the local build directory only says where.
+    (build,) = (tmp_path / "resources/builds/heater").iterdir()
+    assert build.name.startswith("ssh-") and not (build / "heater").exists()
+    assert json.loads((build / "platform.json").read_text())["port"] == server.port
+    assert (Path(str(remote) + str(build)) / "heater").is_file()
+    # The run directories were copied back, the remote host described.
+    for name, status in runs.items():
+        local = tmp_path / "results/s/runs" / name
+        mirrored = Path(str(remote) + str(local))
+        assert json.loads((mirrored / "status.json").read_text()) == status
+        assert float(json.loads((local / "result.json").read_text())["metrics"]["ops_per_s"]) > 0
+        facts = json.loads((local / "platform.json").read_text())
+        assert facts["hostname"] == os.uname().nodename and facts["remote_run_dir"] == str(mirrored)
+    head = (tmp_path / "results/s/s.csv").read_text()
+    assert "# platform: ssh" in head and f"# platform_port: {server.port}" in head and "# platform_cpu_model: " in head
+
+
+def test_ssh_timeout_and_killed_workflow_leave_no_remote_process(tmp_path, server):
+    remote = tmp_path / "remote"
+    marker = "sleep 71.31"
+    camp = write_campaign(tmp_path, command_campaign(f"{marker}; echo value={{x}}", server.platform(remote), timeout_s=1.5, nb_runs=1))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert {s["status"] for s in statuses(tmp_path, "p").values()} == {"timeout"}
+    assert pgrep(marker) == []
+    # Killed workflow: the launcher there sees its standard input close.
+    other = tmp_path / "other"
+    other.mkdir()
+    marker = "sleep 72.41"
+    camp = write_campaign(other, command_campaign(f"{marker}; echo value={{x}}", server.platform(remote), nb_runs=1))
+    kill_workflow_during_run(other, camp, marker)
+    wait_for(lambda: not pgrep(marker), 10, "the remote benchmark to stop")
+
+
+@pytest.mark.parametrize(
+    "platform,needle",
+    [
+        ({"type": "ssh", "host": "-oProxyCommand=touch /tmp/pwned"}, "platform.host"),
+        ({"type": "ssh", "host": "h", "remote_dir": "/tmp/../etc"}, "platform.remote_dir"),
+        ({"type": "ssh", "host": "h", "options": {"ProxyCommand": "touch /tmp/pwned x"}}, "platform.options.ProxyCommand"),
+        ({"type": "container", "image": "x", "options": ["--network=bridge"]}, "platform.options"),
+        ({"type": "container", "image": "x", "network": "bridge"}, "platform.network"),
+        ({"type": "container", "image": "x", "cpuset": "{nosuch}"}, "platform.cpuset"),
+        ({"type": "slurm"}, "platform.type"),
+    ],
+)
+def test_bad_platform_is_one_line_and_writes_nothing(tmp_path, platform, needle):
+    camp = write_campaign(tmp_path, command_campaign("echo value={x}", platform))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all", check=False)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("perfsnake: error:")]
+    assert proc.returncode != 0 and len(lines) == 1 and needle in lines[0], proc.stderr
+    assert not (tmp_path / "results").exists() and not Path("/tmp/pwned").exists()
+
+
+def test_ssh_refuses_instruments_that_act_on_this_machine(tmp_path):
+    camp = write_campaign(tmp_path, command_campaign("echo value={x}", {"type": "ssh", "host": "h"}, pre_run_hooks=[{"type": "drop_caches"}]))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all", check=False)
+    assert proc.returncode != 0 and "platform: the drop_caches hook acts on this machine" in proc.stderr
+
+
+# ---- containers ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def image():
+    if not shutil.which("podman"):
+        pytest.skip("podman is not installed (scripts/setup/container.sh installs it)")
+    # Builds the local image once (debootstrap + podman import, no registry).
+    subprocess.run(["bash", str(ROOT / "scripts/setup/container.sh"), IMAGE], check=True, capture_output=True, timeout=900)
+    return IMAGE
+
+
+def test_container_runs_inside_with_cpuset_and_no_network(tmp_path, image):
+    probe = ("test -e /run/.containerenv && echo inside=yes; grep Cpus_allowed_list /proc/self/status; "
+             "echo interfaces=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ,); echo value={cpu}")  # fmt: skip
+    platform = {"type": "container", "image": image, "cpuset": "{cpu}"}
+    snakemake(tmp_path, write_campaign(tmp_path, command_campaign(probe, platform, variables={"cpu": [0, 1]})), "--cores", "1", "all")
+    runs = statuses(tmp_path, "p")
+    assert len(runs) == 4 and {r["status"] for r in runs.values()} == {"ok"}
+    for name in runs:
+        out = (tmp_path / "results/p/runs" / name / "stdout.txt").read_text()
+        cpu = name.split("/")[0].split("-")[1]
+        assert "inside=yes" in out and f"Cpus_allowed_list:\t{cpu}\n" in out and "interfaces=lo,\n" in out, out
+        facts = json.loads((tmp_path / "results/p/runs" / name / "platform.json").read_text())
+        assert facts["cpuset"] == cpu and facts["image_id"]
+    head = (tmp_path / "results/p/p.csv").read_text()
+    assert "# platform: container" in head and "# platform_image_id: " in head
+    assert subprocess.run(["podman", "ps", "-aq", "--filter", "name=perfsnake-"], capture_output=True, text=True).stdout.strip() == ""
+
+
+def test_container_host_network_sees_the_host_interfaces(tmp_path, image):
+    probe = "echo value=$(tail -n +3 /proc/net/dev | wc -l)"
+    snakemake(tmp_path, write_campaign(tmp_path, command_campaign(probe, {"type": "container", "image": image, "network": "host"}, nb_runs=1)))
+    result = json.loads((tmp_path / "results/p/runs/x-1/run-1/result.json").read_text())
+    host = len(Path("/proc/net/dev").read_text().splitlines()) - 2
+    assert float(result["metrics"]["value"]) == host
+
+
+def test_container_timeout_and_killed_workflow_leave_nothing_running(tmp_path, image):
+    marker = "sleep 73.51"
+    platform = {"type": "container", "image": image}
+    snakemake(tmp_path, write_campaign(tmp_path, command_campaign(f"{marker}; echo value={{x}}", platform, timeout_s=1.5, nb_runs=1)))
+    assert {s["status"] for s in statuses(tmp_path, "p").values()} == {"timeout"}
+    other = tmp_path / "other"
+    other.mkdir()
+    marker = "sleep 74.61"
+    camp = write_campaign(other, command_campaign(f"{marker}; echo value={{x}}", platform, nb_runs=1))
+    kill_workflow_during_run(other, camp, marker)
+    wait_for(lambda: not pgrep(marker), 15, "the benchmark in the container to stop")
+    wait_for(lambda: not subprocess.run(["podman", "ps", "-aq", "--filter", "name=perfsnake-"], capture_output=True, text=True).stdout.strip(),
+             30, "the container to be removed")  # fmt: skip
+
+
+def test_ssh_path_mapping_is_one_pass_for_nested_roots():
+    from perfsnake.platforms import Ssh
+
+    ssh = Ssh(host="h", remote_dir="/r")
+    text = "cc -o /work/main/w/resources/x /work/main/src/a.c '/work/main/w/results/a b'"
+    mapped = ssh.map_paths(text, [Path("/work/main/w"), Path("/work/main")])
+    assert mapped == "cc -o /r/work/main/w/resources/x /r/work/main/src/a.c '/r/work/main/w/results/a b'"
