@@ -63,11 +63,16 @@ def packed(tmp_path_factory):
 def test_zip_holds_campaign_config_envs_results_metadata(packed):
     work, camp, _, files = packed
     assert files["campaign/c.yaml"] == camp.read_bytes()
-    assert files["config/config.yaml"] == (ROOT / "config" / "config.yaml").read_bytes()
-    assert files["config/schemas/campaign.schema.yaml"] == (ROOT / "config/schemas/campaign.schema.yaml").read_bytes()
-    for env in (ROOT / "envs").glob("*.yaml"):
-        assert files[f"envs/{env.name}"] == env.read_bytes()
-    assert files["requirements.txt"] == (ROOT / "requirements.txt").read_bytes()
+    # The configuration and environments as they were when packed (the same as in the workflow
+    # archive; this tree is shared, so not compared with the files on disk now).
+    with tarfile.open(fileobj=io.BytesIO(files["workflow/workflow.tar.gz"])) as tar:
+        packed_tree = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    envs = {n for n in packed_tree if n.startswith("envs/") and n.endswith(".yaml")}
+    assert envs and envs == {n for n in files if n.startswith("envs/")}
+    schemas = {n for n in packed_tree if n.startswith("config/schemas/")}
+    assert "config/schemas/campaign.schema.yaml" in schemas and schemas == {n for n in files if n.startswith("config/schemas/")}
+    for name in (*envs, *schemas, "config/config.yaml", "requirements.txt"):
+        assert files[name] == packed_tree[name], name
     # The results directory, byte for byte, with the CSV's metadata lines.
     base = work / "results" / "c"
     on_disk = {f"results/c/{p.relative_to(base).as_posix()}" for p in base.rglob("*") if p.is_file() and "artifact" not in p.relative_to(base).parts}
@@ -115,9 +120,10 @@ def test_report_is_a_zip_with_the_html_and_plot(packed):
 
 def test_workflow_version_archive_and_instructions(packed):
     files = packed[3]
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     version = {k: json.loads(v) for k, _, v in (ln.partition(": ") for ln in files["workflow/VERSION.txt"].decode().splitlines())}
-    assert version["commit"] == commit
+    commit = version["commit"]
+    # HEAD when packed (others may commit in this tree meanwhile).
+    subprocess.run(["git", "merge-base", "--is-ancestor", commit, "HEAD"], cwd=ROOT, check=True)
     assert version["method"].startswith(("snakemake --archive", "git archive"))
     if version["method"].startswith("git archive"):
         # The fallback says why snakemake --archive was not used.
@@ -129,7 +135,8 @@ def test_workflow_version_archive_and_instructions(packed):
     with tarfile.open(fileobj=io.BytesIO(files["workflow/workflow.tar.gz"])) as tar:
         names = set(tar.getnames())
         snakefile = tar.extractfile("workflow/Snakefile").read()
-    assert snakefile == (ROOT / "workflow" / "Snakefile").read_bytes()
+    exact = version["snapshot_commit"] or commit
+    assert snakefile == subprocess.run(["git", "show", f"{exact}:workflow/Snakefile"], cwd=ROOT, capture_output=True, check=True).stdout
     assert {"rules/report.smk", "rules/run.smk", "perfsnake/cli.py", "perfsnake/artifact.py", "profiles/default/config.yaml", "Makefile"} <= names
     assert not any(n.startswith(("results/", ".venv/", ".git/")) for n in names)
     text = files["REPRODUCE.md"].decode()
@@ -185,10 +192,12 @@ def test_same_campaign_packs_the_same_listing_and_symlinks_stay_inside(packed, t
     finally:
         for name in ("outside-file", "outside-dir", "inside"):
             (runs / name).unlink()
-    # Same entries in the same order, same bytes for everything but the report and the packing time.
-    assert set(again) == set(files) | {"results/c/runs/x-1/run-1/inside", "metadata/skipped.txt"}
+    # Same entries in the same (sorted) order; the same bytes for the campaign, its results and
+    # metadata. (The workflow parts follow this shared tree, which others may edit meanwhile.)
+    diff = "workflow/uncommitted.diff"
+    assert set(again) - {diff} == (set(files) - {diff}) | {"results/c/runs/x-1/run-1/inside", "metadata/skipped.txt"}
     for name in files:
-        if not name.startswith(("report/", "metadata/host.json", "REPRODUCE.md", "MANIFEST")):
+        if name.startswith(("results/", "campaign/", "metadata/run-metadata.txt")):
             assert again[name] == files[name], name
     assert again["results/c/runs/x-1/run-1/inside"] == (runs / "stdout.txt").read_bytes()
     skipped = again["metadata/skipped.txt"].decode()
