@@ -46,7 +46,9 @@ class ClusterUnavailable(Exception):
 
 
 def missing_binaries() -> list[str]:
-    return [b for b in (*DAEMONS, "mungekey", *CLIENTS) if shutil.which(b) is None and not Path("/usr/sbin", b).exists()]
+    return [
+        b for b in (*DAEMONS, "mungekey", *CLIENTS) if shutil.which(b) is None and not Path("/usr/sbin", b).exists()
+    ]
 
 
 def _which(name: str) -> str:
@@ -136,10 +138,14 @@ class SlurmCluster:
 
     def __init__(self, base: Path | None = None):
         self.base = (Path(base) if base else Path(tempfile.mkdtemp(prefix="perfsnake-slurm-"))).resolve()
+        self.owns_dir = base is None  # a scratch directory: removed by stop()
         self.state_file = self.base / "cluster.json"
         self.name = "pstest" + uuid.uuid4().hex[:8]
         self.host = socket.gethostname().split(".")[0]
         self.pids: dict[str, int] = {}
+        # The process whose lifetime bounds the cluster's (a test session);
+        # None when started from the command line, which stops it explicitly.
+        self.owner_pid: int | None = os.getpid()
         self._procs: list[subprocess.Popen] = []
         self.wrote_conf = False
         self.created_etc_dir = False
@@ -163,13 +169,15 @@ class SlurmCluster:
 
     # -- start ------------------------------------------------------------
     def start(self, lock_timeout: float = 600.0, ready_timeout: float = 60.0) -> "SlurmCluster":
-        missing = missing_binaries()
-        if missing:
-            raise ClusterUnavailable(f"Slurm/munge binaries missing: {', '.join(missing)} (Debian: apt-get install slurm-wlm munge)")
-        if os.geteuid() != 0:
-            raise ClusterUnavailable("slurmd must run as root to launch jobs; run as root")
-        self._acquire_lock(lock_timeout)
         try:
+            missing = missing_binaries()
+            if missing:
+                raise ClusterUnavailable(
+                    f"Slurm/munge binaries missing: {', '.join(missing)} (Debian: apt-get install slurm-wlm munge)"
+                )
+            if os.geteuid() != 0:
+                raise ClusterUnavailable("slurmd must run as root to launch jobs; run as root")
+            self._acquire_lock(lock_timeout)
             self._check_conf_free()
             self.base.mkdir(parents=True, exist_ok=True)
             # munged requires its socket directory (and parents) to be
@@ -203,7 +211,9 @@ class SlurmCluster:
                     raise
                 if time.monotonic() > deadline:
                     os.close(fd)
-                    raise ClusterUnavailable(f"another perfsnake test cluster holds {LOCK} for more than {timeout:.0f} s")
+                    raise ClusterUnavailable(
+                        f"another perfsnake test cluster holds {LOCK} for more than {timeout:.0f} s"
+                    )
                 time.sleep(0.5)
         self._lock_fd = fd
 
@@ -227,17 +237,19 @@ class SlurmCluster:
         match = re.search(r"^# state: (.+)$", text, re.M)
         if match:
             other = load(Path(match.group(1)))
-            if other is not None and other.running():
+            if other is not None and other.running() and (other.owner_pid is None or _alive(other.owner_pid)):
                 raise ClusterUnavailable(
                     f"a perfsnake test cluster is already running (state in {other.state_file}); "
-                    "stop it with scripts/setup/slurm_local.sh stop"
+                    f"stop it with: scripts/setup/slurm_local.sh stop {other.base}"
                 )
-            if other is not None:
+            if other is not None:  # its owner died (killed test session): end what is left
                 other.stop(remove_conf=False, lock=False)
 
     def _start_munge(self) -> None:
         key = self.base / "munge" / "munge.key"
-        subprocess.run([_which("mungekey"), "--create", f"--keyfile={key}"], check=True, capture_output=True, timeout=30)
+        subprocess.run(
+            [_which("mungekey"), "--create", f"--keyfile={key}"], check=True, capture_output=True, timeout=30
+        )
         key.chmod(0o600)
         self._spawn("munged", [
             _which("munged"), "-F", "--force",
@@ -300,14 +312,24 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         out = open(self.base / f"{name}.out", "ab")
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=self.env, cwd=self.base, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            cwd=self.base,
+            start_new_session=True,
+        )
         out.close()
         self._procs.append(proc)
         self.pids[name] = proc.pid
         self._save_state()
         time.sleep(0.2)
         if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited at once ({proc.returncode}):\n{(self.base / f'{name}.out').read_text()[-2000:]}\n{self.log(name)}")
+            raise RuntimeError(
+                f"{name} exited at once ({proc.returncode}):\n{(self.base / f'{name}.out').read_text()[-2000:]}\n{self.log(name)}"
+            )
 
     def _wait(self, ready, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
@@ -335,7 +357,15 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
 
     def jobs(self) -> list[dict[str, str]]:
         """Every job slurmctld still knows (finished ones for MinJobAge)."""
-        fields = {"JobID": "%i", "Name": "%j", "State": "%T", "StartTime": "%S", "EndTime": "%e", "NodeList": "%N", "OverSubscribe": "%h"}
+        fields = {
+            "JobID": "%i",
+            "Name": "%j",
+            "State": "%T",
+            "StartTime": "%S",
+            "EndTime": "%e",
+            "NodeList": "%N",
+            "OverSubscribe": "%h",
+        }
         out = self._run("squeue", "--states=all", "-h", "-o", "|".join(fields.values())).stdout
         jobs = []
         for line in out.splitlines():
@@ -351,7 +381,9 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
             if ids:
                 self._run("scancel", "--quiet", *ids)
             deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and self._run("squeue", "-h", "-t", "R,CG,CF,PD", "-o", "%i").stdout.strip():
+            while (
+                time.monotonic() < deadline and self._run("squeue", "-h", "-t", "R,CG,CF,PD", "-o", "%i").stdout.strip()
+            ):
                 time.sleep(0.3)
         for name in ("slurmd", "slurmctld"):
             _kill(self.pids.get(name, 0), name)
@@ -383,7 +415,9 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
             except OSError:
                 pass
         self.pids = {}
-        if self.state_file.exists():
+        if self.owns_dir:
+            shutil.rmtree(self.base, ignore_errors=True)
+        elif self.state_file.exists():
             self._save_state()
         if lock:
             self._release_lock()
@@ -391,6 +425,7 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
     def _save_state(self) -> None:
         self.state_file.write_text(json.dumps({
             "name": self.name, "host": self.host, "pids": self.pids, "created_etc_dir": self.created_etc_dir,
+            "owner_pid": self.owner_pid, "owns_dir": self.owns_dir,
         }))  # fmt: skip
 
 
@@ -403,13 +438,22 @@ def load(state_file: Path) -> SlurmCluster | None:
     cluster.name, cluster.host = data["name"], data["host"]
     cluster.pids = {k: int(v) for k, v in data["pids"].items()}
     cluster.created_etc_dir = data.get("created_etc_dir", False)
+    cluster.owner_pid = data.get("owner_pid")
+    cluster.owns_dir = data.get("owns_dir", False)
     return cluster
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="A single-node Slurm cluster on this machine, for trying profiles/slurm.")
+    parser = argparse.ArgumentParser(
+        description="A single-node Slurm cluster on this machine, for trying profiles/slurm."
+    )
     parser.add_argument("action", choices=["start", "stop", "status"])
-    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "perfsnake-slurm", help="state and logs (default: %(default)s)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "perfsnake-slurm",
+        help="state and logs (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     state = args.dir / "cluster.json"
     existing = load(state)
@@ -418,7 +462,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"already running: cluster {existing.name}, state in {state}")
             return 0
         try:
-            cluster = SlurmCluster(args.dir).start()
+            cluster = SlurmCluster(args.dir)
+            cluster.owner_pid = None  # outlives this command; `stop` ends it
+            cluster.start()
         except ClusterUnavailable as exc:
             print(f"cannot start: {exc}", file=sys.stderr)
             return 1
@@ -433,7 +479,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stopped cluster {existing.name}")
         return 0
     running = existing is not None and existing.running()
-    print(f"{'running' if running else 'not running'}" + (f": cluster {existing.name}, state in {state}" if existing else ""))
+    print(
+        f"{'running' if running else 'not running'}"
+        + (f": cluster {existing.name}, state in {state}" if existing else "")
+    )
     return 0 if running else 3
 
 

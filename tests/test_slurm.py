@@ -18,7 +18,10 @@ from slurm_cluster import SLURM_CONF, ClusterUnavailable, SlurmCluster, missing_
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(bool(missing_binaries()), reason=f"Slurm/munge binaries missing: {', '.join(missing_binaries())} (apt-get install slurm-wlm munge)"),
+    pytest.mark.skipif(
+        bool(missing_binaries()),
+        reason=f"Slurm/munge binaries missing: {', '.join(missing_binaries())} (apt-get install slurm-wlm munge)",
+    ),
 ]
 
 
@@ -49,7 +52,9 @@ def campaign_data():
     }
 
 
-def slurm_snakemake(workdir: Path, campaign: Path, cluster: SlurmCluster, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def slurm_snakemake(
+    workdir: Path, campaign: Path, cluster: SlurmCluster, *args: str, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """The documented cluster command: the slurm profile in place of profiles/default."""
     cmd = [
         SNAKEMAKE,
@@ -63,7 +68,9 @@ def slurm_snakemake(workdir: Path, campaign: Path, cluster: SlurmCluster, *args:
         *args,
         "--config", f"campaign={campaign}",
     ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir, env=cluster.env, check=False)
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir, env=cluster.env, check=False
+    )
     if proc.returncode != 0:
         raise AssertionError(
             f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}\n"
