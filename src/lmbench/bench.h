@@ -47,7 +47,9 @@ void set_calibration_file(const char *path);
 
 /* Result lines: "<name> <value> <unit>", machine-parseable. Each helper
  * prints the median line, then "<name>.min" (latency of the shortest
- * interval) or "<name>.max" (bandwidth of the shortest interval). */
+ * interval) or "<name>.max" (bandwidth of the shortest interval, of one
+ * process when parallel: `bytes` counts all processes, `.max` divides by
+ * the number of processes). */
 void nano(const char *name, uint64_t n); /* ns per operation */
 void micro(const char *name, uint64_t n); /* us per operation */
 void mb(const char *name, uint64_t bytes); /* MB/s over the interval */
