@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -131,7 +132,14 @@ def test_campaign_through_slurm_matches_local_run(cluster, tmp_path):
         for other in jobs.values():
             if other["JobID"] != jid and other["StartTime"] != "N/A":
                 assert other["EndTime"] <= job["StartTime"] or other["StartTime"] >= job["EndTime"], (job, other)
-    print(f"\nslurm campaign: {elapsed:.1f} s for {len(jobs)} Slurm jobs")
+    durations = [
+        (datetime.fromisoformat(j["EndTime"]) - datetime.fromisoformat(j["StartTime"])).total_seconds()
+        for j in jobs.values()
+    ]
+    print(
+        f"\nslurm campaign: {elapsed:.1f} s for {len(jobs)} Slurm jobs, each "
+        f"{min(durations):.0f}-{max(durations):.0f} s from start to end (runs of 0.3 s)"
+    )
 
     # Nothing left to do: a second invocation submits nothing.
     again = slurm_snakemake(on_slurm, camp, cluster, "all")
