@@ -55,6 +55,9 @@ def footer(results: list[dict]) -> dict[str, object]:
         "runs_ok": counts["ok"],
         "runs_failed": counts["failed"],
         "runs_timeout": counts["timeout"],
+        # Where the runs were measured (compute nodes on a cluster; the
+        # remote host over ssh), from each run's status.
+        "run_hosts": ",".join(sorted({str(r["host"]) for r in results if r.get("host")})) or None,
     }
 
 

@@ -81,6 +81,9 @@ def collect_run(
         "utime_s": status.get("utime_s"),
         "stime_s": status.get("stime_s"),
         "maxrss_kb": status.get("maxrss_kb"),
+        # The machine that measured (a compute node, on a cluster).
+        "host": status.get("host"),
+        "slurm_job_id": status.get("slurm_job_id") or None,
         "run_dir": str(run_dir),
     }
     series = benchmark.time_series(stdout) if state == "ok" and warmup != "wps" else None

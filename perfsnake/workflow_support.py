@@ -7,6 +7,7 @@ functions are O(1) even for campaigns with tens of thousands of records.
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 
@@ -206,6 +207,13 @@ class Plan:
         """The launcher a run needs here (over ssh it is built on the remote host)."""
         platform = self.campaigns[name].platform
         return [] if platform.kind == "ssh" else [platform.launcher]
+
+    def run_runtime(self, name: str) -> int:
+        """Minutes a run job may take (a cluster's wall-time limit): timeout_s
+        plus 5 minutes for Snakemake's start-up in the job and the hooks;
+        30 minutes for a campaign without a timeout."""
+        timeout_s = self.campaigns[name].timeout_s
+        return 30 if timeout_s is None else math.ceil(timeout_s / 60) + 5
 
     def run_build_input(self, name: str, record_path: str) -> list[str]:
         c = self.campaigns[name]

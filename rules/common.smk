@@ -61,6 +61,10 @@ def run_params(wildcards):
     return PLAN.run_spec(wildcards.campaign, wildcards.record)
 
 
+def run_runtime(wildcards):
+    return PLAN.run_runtime(wildcards.campaign)
+
+
 def run_order(wildcards):
     return PLAN.run_order(wildcards.campaign, wildcards.record, int(wildcards.run))
 
@@ -122,6 +126,7 @@ for _func in (
     run_build_input,
     run_params,
     run_order,
+    run_runtime,
     build_input,
     build_params,
     build_platform,

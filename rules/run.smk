@@ -15,6 +15,9 @@ rule run:
         bench_lock=1,
         # Read by the perfsnake scheduler: the campaign's execution order.
         run_order=run_order,
+        # Wall-time limit (minutes) of a run job on a cluster: the campaign's
+        # timeout_s plus start-up and hooks.
+        runtime=run_runtime,
     params:
         spec=run_params,
     run:

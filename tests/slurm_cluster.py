@@ -365,6 +365,7 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
             "EndTime": "%e",
             "NodeList": "%N",
             "OverSubscribe": "%h",
+            "TimeLimit": "%l",
         }
         out = self._run("squeue", "--states=all", "-h", "-o", "|".join(fields.values())).stdout
         jobs = []

@@ -120,6 +120,10 @@ def test_campaign_through_slurm_matches_local_run(cluster, tmp_path):
     assert len(run_logs) == 4, run_logs
     assert sorted(p.name for p in slurm_logs.iterdir()) == ["rule_build", "rule_run", "rule_tool"]
     run_ids = {p.stem for p in run_logs}
+    # Each run names the node and the Slurm job that measured it.
+    assert {s["slurm_job_id"] for s in runs.values()} == run_ids
+    assert {s["host"] for s in runs.values()} == {cluster.host}
+    assert f"# run_hosts: {cluster.host}" in (base / "heat.csv").read_text()
 
     # Slurm's view: every run job completed on the node, with the whole node
     # to itself (--exclusive), never overlapping any other job.
@@ -129,6 +133,8 @@ def test_campaign_through_slurm_matches_local_run(cluster, tmp_path):
         job = jobs[jid]
         assert job["State"] == "COMPLETED" and job["NodeList"] == cluster.host, job
         assert job["OverSubscribe"] == "NO", job
+        # Wall-time limit from the campaign: timeout_s 30 -> 1 + 5 minutes.
+        assert job["TimeLimit"] == "6:00", job
         for other in jobs.values():
             if other["JobID"] != jid and other["StartTime"] != "N/A":
                 assert other["EndTime"] <= job["StartTime"] or other["StartTime"] >= job["EndTime"], (job, other)

@@ -29,6 +29,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -160,8 +161,16 @@ static void write_status(const char *dir, const char *status, int exit_code,
 			 const struct timespec *t1, const struct timespec *w0,
 			 const struct timespec *w1, const struct rusage *ru)
 {
-	char tmp[4096], path[4096], start[64], end[64];
+	char tmp[4096], path[4096], start[64], end[64], job[32] = "";
+	const char *slurm_job = getenv("SLURM_JOB_ID");
+	struct utsname host;
 	FILE *f;
+
+	/* Which machine measured: on a cluster, the compute node and job. */
+	if (uname(&host))
+		strcpy(host.nodename, "unknown");
+	if (slurm_job && strspn(slurm_job, "0123456789") == strlen(slurm_job))
+		snprintf(job, sizeof(job), "%s", slurm_job);
 
 	snprintf(tmp, sizeof(tmp), "%s/.status.json.tmp", dir);
 	snprintf(path, sizeof(path), "%s/status.json", dir);
@@ -174,14 +183,15 @@ static void write_status(const char *dir, const char *status, int exit_code,
 		"{\"status\": \"%s\", \"exit_code\": %d, \"signal\": %d, "
 		"\"wall_s\": %.9f, \"start\": \"%s\", \"end\": \"%s\", "
 		"\"start_epoch\": %.6f, \"end_epoch\": %.6f, "
-		"\"utime_s\": %.6f, \"stime_s\": %.6f, \"maxrss_kb\": %ld}\n",
+		"\"utime_s\": %.6f, \"stime_s\": %.6f, \"maxrss_kb\": %ld, "
+		"\"host\": \"%s\", \"slurm_job_id\": \"%s\"}\n",
 		status, exit_code, signo, ts_diff(t0, t1), start, end,
 		ts_sec(w0), ts_sec(w1),
 		ts_sec(&(struct timespec){ ru->ru_utime.tv_sec,
 					   ru->ru_utime.tv_usec * 1000 }),
 		ts_sec(&(struct timespec){ ru->ru_stime.tv_sec,
 					   ru->ru_stime.tv_usec * 1000 }),
-		ru->ru_maxrss);
+		ru->ru_maxrss, host.nodename, job);
 	if (fflush(f) || fsync(fileno(f)) || fclose(f))
 		die(tmp);
 	if (rename(tmp, path))
