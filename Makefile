@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 SNAKEMAKE := $(VENV)/bin/snakemake
 STAMP := $(VENV)/.perfsnake-installed
 
-.PHONY: setup run resume rerun-failed test lint report artifact clean
+.PHONY: setup run slurm resume rerun-failed test lint report artifact clean
 
 $(STAMP): requirements.txt pyproject.toml scripts/setup/apt.sh Makefile
 	bash scripts/setup/apt.sh
@@ -40,6 +40,10 @@ rerun-failed: setup
 
 report: setup
 	$(SNAKEMAKE) --cores 1 all --report report.html $(if $(CAMPAIGN),--config campaign=$(CAMPAIGN))
+
+## Run on a Slurm cluster (profiles/slurm; edit its partition and account first).
+slurm: setup
+	$(SNAKEMAKE) --profile profiles/slurm --workflow-profile none all $(if $(CAMPAIGN),--config campaign=$(CAMPAIGN))
 
 ## Pack a finished campaign as a paper artifact (zip; OUTPUT=file.zip to choose where).
 artifact: setup
