@@ -48,17 +48,20 @@ def footer(results: list[dict]) -> dict[str, object]:
         busy = sum(r["wall_s"] for r in results)
     else:
         span = busy = 0.0
-    return {
+    foot: dict[str, object] = {
         "total_duration_s": round(span, 3),
         "total_benchmark_time_s": round(busy, 3),
         "runs": len(results),
         "runs_ok": counts["ok"],
         "runs_failed": counts["failed"],
         "runs_timeout": counts["timeout"],
-        # Where the runs were measured (compute nodes on a cluster; the
-        # remote host over ssh), from each run's status.
-        "run_hosts": ",".join(sorted({str(r["host"]) for r in results if r.get("host")})) or None,
     }
+    # Where the runs were measured (compute nodes on a cluster; the remote
+    # host over ssh), from each run's status.
+    hosts = sorted({str(r["host"]) for r in results if r.get("host")})
+    if hosts:
+        foot["run_hosts"] = ",".join(hosts)
+    return foot
 
 
 def _comment_lines(items: Mapping[str, object]) -> str:

@@ -46,3 +46,11 @@ def test_csv_with_metadata_round_trips(tmp_path):
     rows = json.loads(js.read_text())
     assert rows["columns"] == list(frame.columns) and len(rows["rows"]) == 2
     assert cmds.read_text().startswith("#!/bin/sh")
+
+
+def test_footer_names_the_hosts_that_measured():
+    from perfsnake.aggregate import footer
+
+    runs = [{**result(1, {"a": 1}, x=1), "host": "node2"}, {**result(2, {"a": 1}, x=1), "host": "node1"}, result(3, {"a": 1}, x=1)]
+    assert footer(runs)["run_hosts"] == "node1,node2"
+    assert "run_hosts" not in footer([result(1, {"a": 1}, x=1)])
