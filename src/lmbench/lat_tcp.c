@@ -14,13 +14,6 @@
 
 #include "net.h"
 
-struct state {
-	size_t msg;
-	char *buf;
-	int fd;
-	pid_t server;
-};
-
 static void echo(int listener, size_t msg)
 {
 	char *buf = malloc(msg);
@@ -37,7 +30,7 @@ static void echo(int listener, size_t msg)
 /* Per process: its own server and connection. */
 static void start(iter_t n, void *cookie)
 {
-	struct state *s = cookie;
+	struct peer *s = cookie;
 	struct sockaddr_in addr;
 	int listener, one = 1;
 
@@ -59,20 +52,9 @@ static void start(iter_t n, void *cookie)
 	setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static void stop(iter_t n, void *cookie)
-{
-	struct state *s = cookie;
-
-	if (n != 0 || !s->server)
-		return;
-	close(s->fd);
-	stop_server(&s->server);
-	free(s->buf);
-}
-
 static void round_trip(iter_t n, void *cookie)
 {
-	struct state *s = cookie;
+	struct peer *s = cookie;
 
 	while (n--)
 		if (full_io(s->fd, s->buf, s->msg, 1) || full_io(s->fd, s->buf, s->msg, 0))
@@ -82,7 +64,7 @@ static void round_trip(iter_t n, void *cookie)
 int main(int argc, char **argv)
 {
 	int first, parallel = 1, warmup = 0, reps = TRIES;
-	struct state s = { 1, NULL, -1, 0 };
+	struct peer s = { 1, NULL, -1, 0 };
 
 	first = harness_flags(argc, argv, &parallel, &warmup, &reps);
 	if (first < 0 || argc - first > 1)
@@ -91,7 +73,7 @@ int main(int argc, char **argv)
 		s.msg = (size_t)atol(argv[first]);
 	if (s.msg < 1 || s.msg > (16u << 20))
 		goto usage;
-	if (benchmp(start, round_trip, stop, 0, parallel, warmup, reps, &s))
+	if (benchmp(start, round_trip, peer_stop, 0, parallel, warmup, reps, &s))
 		return 1;
 	micro("lat_tcp", get_n());
 	return 0;

@@ -16,13 +16,6 @@
 
 #define MAX_DATAGRAM 65507
 
-struct state {
-	size_t msg;
-	char *buf;
-	int fd;
-	pid_t server;
-};
-
 static void echo(int fd, size_t msg)
 {
 	char *buf = malloc(msg);
@@ -41,7 +34,7 @@ static void echo(int fd, size_t msg)
 
 static void start(iter_t n, void *cookie)
 {
-	struct state *s = cookie;
+	struct peer *s = cookie;
 	struct sockaddr_in addr;
 	struct timeval limit = { 2, 0 };
 	int server_fd;
@@ -66,20 +59,9 @@ static void start(iter_t n, void *cookie)
 	}
 }
 
-static void stop(iter_t n, void *cookie)
-{
-	struct state *s = cookie;
-
-	if (n != 0 || !s->server)
-		return;
-	close(s->fd);
-	stop_server(&s->server);
-	free(s->buf);
-}
-
 static void round_trip(iter_t n, void *cookie)
 {
-	struct state *s = cookie;
+	struct peer *s = cookie;
 
 	while (n--)
 		if (send(s->fd, s->buf, s->msg, 0) != (ssize_t)s->msg || recv(s->fd, s->buf, s->msg, 0) != (ssize_t)s->msg) {
@@ -91,7 +73,7 @@ static void round_trip(iter_t n, void *cookie)
 int main(int argc, char **argv)
 {
 	int first, parallel = 1, warmup = 0, reps = TRIES;
-	struct state s = { 1, NULL, -1, 0 };
+	struct peer s = { 1, NULL, -1, 0 };
 
 	first = harness_flags(argc, argv, &parallel, &warmup, &reps);
 	if (first < 0 || argc - first > 1)
@@ -100,7 +82,7 @@ int main(int argc, char **argv)
 		s.msg = (size_t)atol(argv[first]);
 	if (s.msg < 1 || s.msg > MAX_DATAGRAM)
 		goto usage;
-	if (benchmp(start, round_trip, stop, 0, parallel, warmup, reps, &s))
+	if (benchmp(start, round_trip, peer_stop, 0, parallel, warmup, reps, &s))
 		return 1;
 	micro("lat_udp", get_n());
 	return 0;

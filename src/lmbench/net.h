@@ -82,4 +82,25 @@ static inline int full_io(int fd, char *buf, size_t len, int writing)
 	return 0;
 }
 
+/* A client's message buffer and connection to its own server (lat_tcp,
+ * lat_udp); the benchmark's cookie. */
+struct peer {
+	size_t msg;
+	char *buf;
+	int fd;
+	pid_t server;
+};
+
+/* benchmp cleanup, once per process: the connection, then the server. */
+static inline void peer_stop(iter_t n, void *cookie)
+{
+	struct peer *s = cookie;
+
+	if (n != 0 || !s->server)
+		return;
+	close(s->fd);
+	stop_server(&s->server);
+	free(s->buf);
+}
+
 #endif
