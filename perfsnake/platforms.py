@@ -11,6 +11,7 @@ killed workflow or a dropped connection stops the benchmark.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import re
@@ -37,10 +38,17 @@ class PlatformError(RuntimeError):
     pass
 
 
-def _record_launch(argv: list[str], timeout_s: float | None, stdin_pipe: bool) -> int:
-    """Run a launcher command; with stdin_pipe the pipe stays open until it ends."""
+def _write_command(run_dir: Path, script: str) -> Path:
+    cmd_file = run_dir / "command.sh"
+    cmd_file.write_text(script)
+    cmd_file.chmod(0o755)
+    return cmd_file
+
+
+def _remote_launch(argv: list[str], timeout_s: float | None) -> int:
+    """Run a launcher behind an engine or ssh; its stdin pipe stays open until it ends."""
     limit = None if timeout_s is None else timeout_s + BACKSTOP_S
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE)
     try:
         return proc.wait(timeout=limit)
     except subprocess.TimeoutExpired:
@@ -70,9 +78,7 @@ class Local:
 
     def launch(self, workdir: Path, run_dir: Path, script: str, timeout_s: float | None,
                params: Mapping[str, object] | None = None) -> int:  # fmt: skip
-        cmd_file = run_dir / "command.sh"
-        cmd_file.write_text(script)
-        cmd_file.chmod(0o755)
+        cmd_file = _write_command(run_dir, script)
         argv = [str(workdir / self.launcher), "--dir", str(run_dir)]
         if timeout_s:
             argv += ["--timeout", repr(float(timeout_s))]
@@ -82,8 +88,9 @@ class Local:
         with log_file.open("w") as log:
             return subprocess.run(["bash", str(script_file)], cwd=build_dir, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
 
-    def describe(self) -> dict[str, object]:
-        return {"type": "local"}
+    def local_inputs(self) -> list[str]:
+        """What a run needs built here: the launcher."""
+        return [self.launcher]
 
 
 #: Engine options the platform sets itself (or that would defeat it).
@@ -106,6 +113,7 @@ class Container:
     kind: str = "container"
     # A static launcher runs in any image, whatever its C library.
     launcher: str = "resources/bin/psrun-static"
+    _described: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def build_tag(self) -> str:
         return ""  # builds happen on the host and are mounted
@@ -134,18 +142,16 @@ class Container:
 
     def launch(self, workdir: Path, run_dir: Path, script: str, timeout_s: float | None,
                params: Mapping[str, object] | None = None) -> int:  # fmt: skip
-        cmd_file = run_dir / "command.sh"
-        cmd_file.write_text(script)
-        cmd_file.chmod(0o755)
+        _write_command(run_dir, script)
         argv = self.run_argv(workdir, run_dir, timeout_s, params or {})
         try:
-            code = _record_launch(argv, timeout_s, stdin_pipe=True)
+            code = _remote_launch(argv, timeout_s)
         finally:
             # The engine client may be gone while the container lives on.
             grace = ["-t", "0"] if self.engine == "podman" else []  # docker rm has no -t
             subprocess.run([self.engine, "rm", "-f", *grace, self.container_name(run_dir)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)  # fmt: skip
-        facts = self.describe()
+        facts = dict(self.describe())
         if self.cpuset:
             facts["cpuset"] = render_plain(self.cpuset, params or {})
         (run_dir / PLATFORM_FILE).write_text(json.dumps(facts, indent=1) + "\n")
@@ -154,10 +160,17 @@ class Container:
     def build(self, script_file: Path, build_dir: Path, log_file: Path, inputs: list[Path]) -> int:
         return Local().build(script_file, build_dir, log_file, inputs)
 
+    def local_inputs(self) -> list[str]:
+        return [self.launcher]
+
     def describe(self) -> dict[str, object]:
-        """Engine and image as they are now (the image id pins the content)."""
-        return {**(self.fingerprint() or {}), "image_id": _output([self.engine, "image", "inspect", "--format", "{{.Id}}", self.image]),
-                "engine_version": _output([self.engine, "--version"])}  # fmt: skip
+        """Engine and image (the image id pins the content), asked once per
+        workflow process rather than after every run."""
+        if not self._described:
+            self._described.update(self.fingerprint() or {})
+            self._described["image_id"] = _output([self.engine, "image", "inspect", "--format", "{{.Id}}", self.image])
+            self._described["engine_version"] = _output([self.engine, "--version"])
+        return self._described
 
 
 def _output(argv: list[str], stdin: str | None = None) -> str | None:
@@ -255,7 +268,7 @@ class Ssh:
             raise PlatformError(f"ssh to {self.target} port {self.port} failed: {detail}")
         return proc
 
-    def upload(self, paths: list[Path], log: Path | None = None) -> None:
+    def upload(self, paths: list[Path]) -> None:
         """Copy local files and directories to their mirrors (tar over ssh)."""
         if not paths:
             return
@@ -298,11 +311,11 @@ class Ssh:
         # standard input is the launcher's lifeline.
         command = (f"rm -rf {rdir} && mkdir -p {rdir} && cd {rdir} && printf %s {shlex.quote(remote_script)} > command.sh"
                    f" && chmod +x command.sh && exec {launcher} --watch-stdin --dir {rdir} {timeout}-- {rdir}/command.sh")  # fmt: skip
-        code = _record_launch([*self.ssh_argv(), command], timeout_s, stdin_pipe=True)
+        code = _remote_launch([*self.ssh_argv(), command], timeout_s)
         if code == 255:
             raise PlatformError(f"ssh to {self.target} port {self.port} failed during the run")
         self.fetch(run_dir)
-        (run_dir / PLATFORM_FILE).write_text(json.dumps({**self.describe(), "remote_run_dir": self.remote(run_dir), **facts}, indent=1) + "\n")
+        (run_dir / PLATFORM_FILE).write_text(json.dumps({**(self.fingerprint() or {}), "remote_run_dir": self.remote(run_dir), **facts}, indent=1) + "\n")
         return code
 
     def fetch(self, run_dir: Path) -> None:
@@ -310,26 +323,21 @@ class Ssh:
         proc = subprocess.run([*self.ssh_argv(), f"tar -C {shlex.quote(self.remote(run_dir))} -cf - ."], capture_output=True, check=False)
         if proc.returncode != 0:
             raise PlatformError(f"fetching {self.remote(run_dir)} from {self.target} failed: {proc.stderr.decode(errors='replace').strip()}")
-        tmp = run_dir / ".fetch.tar"
-        tmp.write_bytes(proc.stdout)
-        try:
-            with tarfile.open(tmp) as tar:
-                tar.extractall(run_dir, filter="data")  # refuses links or paths leaving run_dir
-        finally:
-            tmp.unlink()
+        with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
+            tar.extractall(run_dir, filter="data")  # refuses links or paths leaving run_dir
 
     def build(self, script_file: Path, build_dir: Path, log_file: Path, inputs: list[Path]) -> int:
         workdir = build_dir.parents[2].parent  # <workdir>/resources/builds/<bench>/<key>
-        self.upload(inputs, log_file)
+        self.upload(inputs)
         script = self.map_paths(script_file.read_text(), [workdir, ROOT])
         rbuild = shlex.quote(self.remote(build_dir))
         log_file.write_text(f"# building on {self.target} in {self.remote(build_dir)}\n")
         proc = self._ssh(f"rm -rf {rbuild} && mkdir -p {rbuild} && cd {rbuild} && bash -s", stdin=script.encode(), log=log_file)
-        (build_dir / PLATFORM_FILE).write_text(json.dumps({**self.describe(), "remote_build_dir": self.remote(build_dir)}, indent=1) + "\n")
+        (build_dir / PLATFORM_FILE).write_text(json.dumps({**(self.fingerprint() or {}), "remote_build_dir": self.remote(build_dir)}, indent=1) + "\n")
         return proc.returncode
 
-    def describe(self) -> dict[str, object]:
-        return dict(self.fingerprint() or {})
+    def local_inputs(self) -> list[str]:
+        return []  # the launcher is compiled there (prepare)
 
 
 Platform = Local | Container | Ssh

@@ -204,9 +204,8 @@ class Plan:
 
     # ---- run ---------------------------------------------------------------------
     def launcher(self, name: str) -> list[str]:
-        """The launcher a run needs here (over ssh it is built on the remote host)."""
-        platform = self.campaigns[name].platform
-        return [] if platform.kind == "ssh" else [platform.launcher]
+        """What a run needs built here (over ssh, the launcher is built there)."""
+        return self.campaigns[name].platform.local_inputs()
 
     def run_runtime(self, name: str) -> int:
         """Minutes a run job may take (a cluster's wall-time limit): timeout_s
