@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from overhead import OUT, READS, ROOT, leveldb_ops, paired_summary, snakemake, write  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from perfsnake.metadata import host_metadata  # noqa: E402
+from perfsnake.machine.metadata import host_metadata  # noqa: E402
 
 IMAGE = "localhost/perfsnake-bookworm:latest"
 BUILD = "resources/builds/leveldb/default"

@@ -8,6 +8,11 @@
    time for 100 and 1,000 runs of `true`, as 1 record x N runs and as
    N records x 1 run; the marginal cost per extra run.
 3. DAG cost: dry-run time and peak memory for a 10,000-record campaign.
+4. Bare Snakemake baselines measured in the same invocation, and the ratios
+   the architecture issue sets targets for: dry run of 10,000 trivial jobs
+   (target: perfsnake <= 1.3x, <= 400 MB), marginal cost per job with
+   `--scheduler greedy` (target: perfsnake's marginal cost per run <= 1.2x),
+   and a one-job workflow end to end (target: a 1-run campaign <= 3x).
 
 usage: .venv/bin/python bench/overhead.py [--quick]
 Writes bench/results/overhead.json and prints a table.
@@ -33,7 +38,7 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfsnake.metadata import host_metadata  # noqa: E402
+from perfsnake.machine.metadata import host_metadata  # noqa: E402
 
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 OUT = ROOT / "bench" / "results"
@@ -127,7 +132,7 @@ def orchestration(workdir: Path, records: int, runs: int) -> dict:
 def dag_cost(workdir: Path, records: int) -> dict:
     camp = write(workdir, {"name": "dag", "benchmark": {"type": "command", "command": "true {a} {b}"},
                            "variables": {"a": list(range(records // 100)), "b": list(range(100))}})  # fmt: skip
-    cmd = ["/usr/bin/time", "-f", "%e %M", SNAKEMAKE, "-n", "--quiet", "all", "-s", str(ROOT / "workflow/Snakefile"),
+    cmd = ["/usr/bin/time", "-f", "%e %M", SNAKEMAKE, "-n", "all", "--quiet", "-s", str(ROOT / "workflow/Snakefile"),
            "--workflow-profile", str(ROOT / "profiles/default"), "--configfile", str(ROOT / "config/config.yaml"),
            "--directory", str(workdir), "--config", f"campaign={camp}"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
@@ -135,10 +140,68 @@ def dag_cost(workdir: Path, records: int) -> dict:
     return {"records": records, "dry_run_s": float(elapsed), "peak_rss_mb": int(rss_kb) / 1024}
 
 
+BARE_SNAKEFILE = """\
+rule all:
+    input:
+        expand("out/{i}.txt", i=range(int(config["n"]))),
+
+
+rule one:
+    output:
+        "out/{i}.txt",
+    shell:
+        "true > {output}"
+"""
+
+
+def bare_workflow(workdir: Path) -> Path:
+    workdir.mkdir(parents=True, exist_ok=True)
+    snakefile = workdir / "Snakefile"
+    snakefile.write_text(BARE_SNAKEFILE)
+    return snakefile
+
+
+def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, peak RSS MB) of a command, via GNU time."""
+    proc = subprocess.run(["/usr/bin/time", "-f", "%e %M", *cmd], cwd=cwd, capture_output=True, text=True, check=True)
+    elapsed, rss_kb = proc.stderr.strip().splitlines()[-1].split()
+    return float(elapsed), int(rss_kb) / 1024
+
+
+def bare_dag(workdir: Path, jobs: int) -> dict:
+    # The target first: `--quiet all` would read "all" as a quietness level.
+    snakefile = bare_workflow(workdir / f"bare_dag_{jobs}")
+    cmd = [SNAKEMAKE, "-n", "all", "--quiet", "-s", str(snakefile), "--directory", str(snakefile.parent), "--config", f"n={jobs}"]
+    elapsed, rss = timed(cmd, snakefile.parent)
+    return {"jobs": jobs, "dry_run_s": elapsed, "peak_rss_mb": rss}
+
+
+def bare_jobs(workdir: Path, jobs: int) -> float:
+    """Wall seconds of running `jobs` trivial shell jobs, one core, greedy scheduler."""
+    snakefile = bare_workflow(workdir / f"bare_run_{jobs}")
+    cmd = [SNAKEMAKE, "all", "--cores", "1", "--scheduler", "greedy", "--quiet", "-s", str(snakefile),
+           "--directory", str(snakefile.parent), "--config", f"n={jobs}"]  # fmt: skip
+    start = time.monotonic()
+    subprocess.run(cmd, cwd=snakefile.parent, capture_output=True, text=True, check=True)
+    return time.monotonic() - start
+
+
+def one_run_end_to_end(workdir: Path) -> dict:
+    """A 1-run perfsnake campaign against a bare 1-job workflow, end to end."""
+    camp = write(workdir, {"name": "one", "benchmark": {"type": "command", "command": "true"}, "nb_runs": 1})
+    snakemake(workdir, camp, "--cores", "1", "resources/bin/psrun")
+    shutil.rmtree(workdir / "results" / "one", ignore_errors=True)
+    start = time.monotonic()
+    snakemake(workdir, camp, "--cores", "1", "all")
+    perfsnake_s = time.monotonic() - start
+    bare_s = bare_jobs(workdir / "bare_one", 1)
+    return {"perfsnake_s": perfsnake_s, "bare_s": bare_s, "ratio": perfsnake_s / bare_s}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="few rounds, for a smoke run")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["heater", "leveldb", "orchestration", "dag"])
+    parser.add_argument("--skip", nargs="*", default=[], choices=["heater", "leveldb", "orchestration", "dag", "baselines"])
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="perfsnake-bench-"))
@@ -182,10 +245,33 @@ def main() -> None:
     if "dag" not in args.skip:
         report["dag"] = dag_cost(work, 10000 if not args.quick else 1000)
         print("dag", report["dag"], flush=True)
+    if "baselines" not in args.skip:
+        report["baselines"] = baselines(work, args.quick)
+        print("baselines", report["baselines"], flush=True)
     (OUT / "overhead.json").write_text(json.dumps(report, indent=2) + "\n")
     print_table(report)
     if not os.environ.get("PERFSNAKE_BENCH_KEEP"):
         shutil.rmtree(work, ignore_errors=True)
+
+
+def baselines(work: Path, quick: bool) -> dict:
+    """Bare Snakemake beside perfsnake, interleaved, and the target ratios."""
+    n = 1000 if quick else 10000
+    small, large = (20, 100) if quick else (100, 1000)
+    out: dict = {}
+    dags = [(dag_cost(work, n), bare_dag(work, n)) for _ in range(2)]
+    ours = min(d[0]["dry_run_s"] for d in dags)
+    bare = min(d[1]["dry_run_s"] for d in dags)
+    out["dag"] = {"jobs": n, "perfsnake_s": ours, "bare_s": bare, "ratio": ours / bare,
+                  "perfsnake_rss_mb": max(d[0]["peak_rss_mb"] for d in dags), "bare_rss_mb": max(d[1]["peak_rss_mb"] for d in dags)}  # fmt: skip
+    ours_rows = [orchestration(work, 1, small), orchestration(work, 1, large)]
+    ours_marginal = (ours_rows[1]["overhead_s"] - ours_rows[0]["overhead_s"]) / (large - small) * 1000
+    bare_marginal = (bare_jobs(work, large) - bare_jobs(work, small)) / (large - small) * 1000
+    out["marginal"] = {"perfsnake_ms": ours_marginal, "bare_greedy_ms": bare_marginal, "ratio": ours_marginal / bare_marginal}
+    out["one_run"] = one_run_end_to_end(work / "one_run")
+    out["targets"] = {"dag_ratio<=1.3": out["dag"]["ratio"] <= 1.3, "dag_rss<=400MB": out["dag"]["perfsnake_rss_mb"] <= 400,
+                      "marginal_ratio<=1.2": out["marginal"]["ratio"] <= 1.2, "one_run_ratio<=3": out["one_run"]["ratio"] <= 3}  # fmt: skip
+    return out
 
 
 def print_table(report: dict) -> None:
@@ -206,6 +292,14 @@ def print_table(report: dict) -> None:
     if "dag" in report:
         d = report["dag"]
         print(f"\n== DAG: {d['records']} records: dry-run {d['dry_run_s']:.1f} s, peak RSS {d['peak_rss_mb']:.0f} MB")
+    if "baselines" in report:
+        b = report["baselines"]
+        print("\n== against bare Snakemake (same invocation) ==")
+        print(f"dry run, {b['dag']['jobs']} jobs: {b['dag']['perfsnake_s']:.1f} s vs {b['dag']['bare_s']:.1f} s = {b['dag']['ratio']:.2f}x; "
+              f"RSS {b['dag']['perfsnake_rss_mb']:.0f} vs {b['dag']['bare_rss_mb']:.0f} MB")  # fmt: skip
+        print(f"marginal per run: {b['marginal']['perfsnake_ms']:.1f} ms vs {b['marginal']['bare_greedy_ms']:.1f} ms (greedy) = {b['marginal']['ratio']:.2f}x")
+        print(f"one run end to end: {b['one_run']['perfsnake_s']:.2f} s vs {b['one_run']['bare_s']:.2f} s = {b['one_run']['ratio']:.2f}x")
+        print("targets met:", b["targets"])
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from overhead import snakemake  # noqa: E402
 
-from perfsnake.metadata import host_metadata  # noqa: E402
+from perfsnake.machine.metadata import host_metadata  # noqa: E402
 
 OUT = ROOT / "bench" / "results"
 CASES = {

@@ -32,7 +32,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path, PurePosixPath
 
 from perfsnake import ROOT
-from perfsnake.metadata import host_metadata
+from perfsnake.machine.metadata import host_metadata
 
 #: Fixed entry date: the zip listing of the same content is the same.
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
@@ -431,10 +431,10 @@ def reproduce_md(
 
 def build(config: dict, overrides: list[str], output: str | None, allow_failed: bool, extra: list[str]) -> Path:
     """Pack the one campaign the configuration names. Raises ArtifactError before writing anything."""
-    from perfsnake.cli import failed_runs
-    from perfsnake.workflow_support import plan_from_config
+    from perfsnake.outcomes import failed_runs
+    from perfsnake.planning import index_from_config
 
-    plan = plan_from_config(config)
+    plan = index_from_config(config)
     mains = [c for c in plan.campaigns.values() if not c.control_of]
     if len(mains) != 1:
         names = ", ".join(c.name for c in mains)
@@ -478,7 +478,7 @@ def build(config: dict, overrides: list[str], output: str | None, allow_failed: 
         results.append(f"results/{c.name}")
     csv = Path("results") / main.name / f"{main.name}.csv"
     meta_lines = csv_metadata(csv)
-    from perfsnake.aggregate import read_metadata
+    from perfsnake.stages.aggregate import read_metadata
 
     run_meta = read_metadata(csv)
     host = host_metadata()

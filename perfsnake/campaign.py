@@ -24,6 +24,7 @@ from perfsnake.benchmarks.base import Benchmark
 from perfsnake.errors import CampaignError
 from perfsnake.escape import key_component, record_path, value_text
 from perfsnake.instruments import Instruments
+from perfsnake.platforms import PLATFORMS as PLATFORM_FACTORIES
 from perfsnake.platforms import Local, Platform, make_platform
 
 SCHEMA_DIR = ROOT / "config" / "schemas"
@@ -153,7 +154,7 @@ def _benchmark_error(spec: Any, origin: str) -> CampaignError:
     return CampaignError(origin, "benchmark", f"expected a benchmark name or mapping, got {_show(spec)}")
 
 
-PLATFORMS = ("local", "container", "ssh")
+PLATFORMS = tuple(PLATFORM_FACTORIES)
 
 
 def _platform_error(spec: Any, origin: str) -> CampaignError:
@@ -167,12 +168,23 @@ def _platform_error(spec: Any, origin: str) -> CampaignError:
 
 
 def fill_defaults(data: dict, schema: dict) -> dict:
-    """Top-level defaults from the schema (jsonschema does not fill them)."""
+    """Defaults from the schema, filled into nested mappings too (jsonschema
+    does not fill them): the schema is the one place a default is written."""
     out = dict(data)
     for key, sub in schema.get("properties", {}).items():
         if key not in out and "default" in sub:
             out[key] = sub["default"]
+        if isinstance(out.get(key), dict) and "properties" in sub:
+            out[key] = fill_defaults(out[key], sub)
     return out
+
+
+def schema_defaults(*path: str, schema: str = "campaign.schema.yaml") -> dict:
+    """The defaults of a nested object of a schema (e.g. "statistics")."""
+    sub = load_schema(schema)
+    for key in path:
+        sub = sub["properties"][key]
+    return fill_defaults({}, sub)
 
 
 @dataclass(frozen=True)
@@ -383,7 +395,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
             raise CampaignError(origin, f"statistics.baseline.{var}", f"{value_text(data['statistics']['baseline'][var])!r} is not a value of {var}")
     precision = None
     if "precision" in data:
-        precision = {"confidence": 0.95, "min_runs": 3, "max_runs": 30, **data["precision"]}
+        precision = dict(data["precision"])  # defaults filled from the schema
         if precision["metric"] not in [*benchmark.metrics, *instruments.declared_metrics(), "wall_s"]:
             raise CampaignError(origin, "precision.metric", f"{precision['metric']!r} is not a metric (metrics: {', '.join([*benchmark.metrics, 'wall_s'])})")
         if precision["min_runs"] > precision["max_runs"]:

@@ -12,9 +12,7 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -22,10 +20,8 @@ import yaml
 
 from perfsnake import ROOT
 from perfsnake.errors import CampaignError
-from perfsnake.workflow_support import Plan, campaign_files, plan_from_config, run_dir
-
-KEPT_FILES = ("status.json", "result.json", "stdout.txt", "stderr.txt", "command.sh")
-
+from perfsnake.outcomes import failed_runs, set_aside
+from perfsnake.planning import campaign_files, index_from_config
 
 def _config(overrides: list[str]) -> dict:
     local = Path("config/config.yaml")
@@ -34,35 +30,6 @@ def _config(overrides: list[str]) -> dict:
         key, _, value = item.partition("=")
         config[key] = value
     return config
-
-
-def failed_runs(plan: Plan) -> list[Path]:
-    """Run directories whose status is failed or timeout."""
-    out = []
-    for name, c in plan.campaigns.items():
-        for record in c.records:
-            for i in range(1, c.max_runs + 1):
-                rdir = Path(run_dir(name, record.path, i))
-                for candidate in ("result.json", "status.json"):
-                    path = rdir / candidate
-                    if path.exists():
-                        if json.loads(path.read_text()).get("status") != "ok":
-                            out.append(rdir)
-                        break
-    return out
-
-
-def set_aside(rdir: Path) -> Path:
-    """Move a failed attempt's files to previous/attempt-K; nothing is lost."""
-    k = 1
-    while (rdir / "previous" / f"attempt-{k}").exists():
-        k += 1
-    dest = rdir / "previous" / f"attempt-{k}"
-    dest.mkdir(parents=True)
-    for name in KEPT_FILES:
-        if (rdir / name).exists():
-            shutil.move(str(rdir / name), str(dest / name))
-    return dest
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(out)
             return 0
-        plan = plan_from_config(config)
+        plan = index_from_config(config)
     except CampaignError as exc:
         print(f"perfsnake: error: {exc}", file=sys.stderr)
         return 1

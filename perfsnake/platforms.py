@@ -18,14 +18,18 @@ import re
 import shlex
 import subprocess
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from perfsnake import ROOT
+from perfsnake import ROOT, layout
 from perfsnake.errors import CampaignError
 from perfsnake.escape import value_text
 from perfsnake.template import placeholders
+
+if TYPE_CHECKING:
+    from perfsnake.instruments import Instruments
 
 PLATFORM_FILE = "platform.json"
 #: Seconds the workflow waits beyond a run's own timeout before it gives up
@@ -58,6 +62,38 @@ def _remote_launch(argv: list[str], timeout_s: float | None) -> int:
     finally:
         if proc.stdin:
             proc.stdin.close()
+
+
+class PlatformProtocol(Protocol):
+    """What the workflow asks of a platform (a new one implements these and
+    registers a factory in PLATFORMS)."""
+
+    kind: str
+
+    def build_tag(self) -> str:
+        """Suffix of build directories made there ("" for builds made here)."""
+        ...
+
+    def fingerprint(self) -> dict[str, object] | None:
+        """What changes a run's execution there (part of the run's params)."""
+        ...
+
+    def check(self, instruments: object, origin: str) -> None:
+        """Refuse, before any run, instruments the platform cannot carry."""
+        ...
+
+    def launch(self, workdir: Path, run_dir: Path, script: str, timeout_s: float | None,
+               params: Mapping[str, object] | None = None) -> int:  # fmt: skip
+        """Run command.sh under the launcher there; the launcher's exit status."""
+        ...
+
+    def build(self, script_file: Path, build_dir: Path, log_file: Path, inputs: list[Path]) -> int:
+        """Run a build script there; its exit status."""
+        ...
+
+    def local_inputs(self) -> list[str]:
+        """What a run needs built here first (e.g. the launcher)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -224,11 +260,8 @@ class Ssh:
     def fingerprint(self) -> dict[str, object] | None:
         return {"type": "ssh", "target": self.target, "port": self.port, "remote_dir": self.remote_dir}
 
-    def check(self, instruments: object, origin: str) -> None:
+    def check(self, instruments: Instruments, origin: str) -> None:  # type: ignore[override]
         """Instruments that act on this machine or need local files cannot follow."""
-        from perfsnake.instruments import Instruments
-
-        assert isinstance(instruments, Instruments)
         for hook in [*instruments.pre, *instruments.post]:
             if hook.kind != "cooldown":
                 raise CampaignError(origin, "platform", f"the {hook.kind} hook acts on this machine, not on {self.host} (only cooldown runs with platform ssh)")
@@ -327,7 +360,7 @@ class Ssh:
             tar.extractall(run_dir, filter="data")  # refuses links or paths leaving run_dir
 
     def build(self, script_file: Path, build_dir: Path, log_file: Path, inputs: list[Path]) -> int:
-        workdir = build_dir.parents[2].parent  # <workdir>/resources/builds/<bench>/<key>
+        workdir = layout.build_root_of(build_dir)
         self.upload(inputs)
         script = self.map_paths(script_file.read_text(), [workdir, ROOT])
         rbuild = shlex.quote(self.remote(build_dir))
@@ -343,34 +376,46 @@ class Ssh:
 Platform = Local | Container | Ssh
 
 
+def _container(spec: Mapping[str, object], variables: list[str], origin: str) -> Container:
+    options = tuple(str(o) for o in spec.get("options") or ())  # type: ignore[union-attr]
+    for option in options:
+        name = option[2:].split("=", 1)[0]
+        if name in _RESERVED:
+            raise CampaignError(origin, "platform.options", f"{option!r} is set by perfsnake itself (reserved: --{', --'.join(sorted(_RESERVED))})")
+    cpuset = spec.get("cpuset")
+    if cpuset is not None:
+        try:
+            names = placeholders(str(cpuset))
+        except ValueError as exc:
+            raise CampaignError(origin, "platform.cpuset", str(exc)) from None
+        unknown = sorted(names - set(variables))
+        if unknown:
+            raise CampaignError(origin, "platform.cpuset", f"{{{unknown[0]}}} is not a variable (variables: {', '.join(variables) or 'none'})")
+    return Container(image=str(spec["image"]), engine=str(spec.get("engine", "podman")), network=str(spec.get("network", "none")),
+                     cpuset=None if cpuset is None else str(cpuset), options=options)  # fmt: skip
+
+
+def _ssh(spec: Mapping[str, object], variables: list[str], origin: str) -> Ssh:
+    remote_dir = str(spec.get("remote_dir", "/tmp/perfsnake-remote"))
+    if ".." in remote_dir.split("/") or remote_dir.rstrip("/") == "":
+        raise CampaignError(origin, "platform.remote_dir", f"{remote_dir!r} must be an absolute directory other than / without '..'")
+    options = tuple((str(k), value_text(v)) for k, v in (spec.get("options") or {}).items())  # type: ignore[union-attr]
+    for key, value in options:
+        if any(c.isspace() for c in value) or not value:
+            raise CampaignError(origin, f"platform.options.{key}", f"{value!r} must be one word")
+    return Ssh(host=str(spec["host"]), user=spec.get("user"), port=int(spec.get("port", 22)),  # type: ignore[arg-type]
+               identity=spec.get("identity"), remote_dir=remote_dir, options=options)  # type: ignore[arg-type]  # fmt: skip
+
+
+#: The platform catalog: `platform.type` -> factory (the schema's name list is
+#: checked against it by tests/test_registries.py).
+PLATFORMS: dict[str, Callable[[Mapping[str, object], list[str], str], Platform]] = {
+    "local": lambda spec, variables, origin: Local(),
+    "container": _container,
+    "ssh": _ssh,
+}
+
+
 def make_platform(spec: Mapping[str, object], variables: list[str], origin: str) -> Platform:
     """The platform of a campaign (already schema-checked), or a CampaignError."""
-    kind = spec.get("type", "local")
-    if kind == "container":
-        options = tuple(str(o) for o in spec.get("options") or ())  # type: ignore[union-attr]
-        for option in options:
-            name = option[2:].split("=", 1)[0]
-            if name in _RESERVED:
-                raise CampaignError(origin, "platform.options", f"{option!r} is set by perfsnake itself (reserved: --{', --'.join(sorted(_RESERVED))})")
-        cpuset = spec.get("cpuset")
-        if cpuset is not None:
-            try:
-                names = placeholders(str(cpuset))
-            except ValueError as exc:
-                raise CampaignError(origin, "platform.cpuset", str(exc)) from None
-            unknown = sorted(names - set(variables))
-            if unknown:
-                raise CampaignError(origin, "platform.cpuset", f"{{{unknown[0]}}} is not a variable (variables: {', '.join(variables) or 'none'})")
-        return Container(image=str(spec["image"]), engine=str(spec.get("engine", "podman")), network=str(spec.get("network", "none")),
-                         cpuset=None if cpuset is None else str(cpuset), options=options)  # fmt: skip
-    if kind == "ssh":
-        remote_dir = str(spec.get("remote_dir", "/tmp/perfsnake-remote"))
-        if ".." in remote_dir.split("/") or remote_dir.rstrip("/") == "":
-            raise CampaignError(origin, "platform.remote_dir", f"{remote_dir!r} must be an absolute directory other than / without '..'")
-        options = tuple((str(k), value_text(v)) for k, v in (spec.get("options") or {}).items())  # type: ignore[union-attr]
-        for key, value in options:
-            if any(c.isspace() for c in value) or not value:
-                raise CampaignError(origin, f"platform.options.{key}", f"{value!r} must be one word")
-        return Ssh(host=str(spec["host"]), user=spec.get("user"), port=int(spec.get("port", 22)),  # type: ignore[arg-type]
-                   identity=spec.get("identity"), remote_dir=remote_dir, options=options)  # type: ignore[arg-type]  # fmt: skip
-    return Local()
+    return PLATFORMS[str(spec.get("type", "local"))](spec, variables, origin)

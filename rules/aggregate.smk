@@ -5,16 +5,18 @@
 rule aggregate:
     input:
         results="results/{campaign}/results.json",
-        code=ws.AGGREGATE_CODE,
+        code=layout.package_code("stages/aggregate.py", "machine/metadata.py"),
     output:
         csv="results/{campaign}/{campaign}.csv",
         json="results/{campaign}/{campaign}.json",
         commands="results/{campaign}/commands.sh",
     log:
         "results/{campaign}/logs/aggregate.log",
+    # Short and reads the whole campaign: on a cluster it runs on the submit host.
+    localrule: True
     conda:
         "../envs/analysis.yaml"
     params:
-        campaign=lambda wildcards: PLAN.campaign_info(wildcards.campaign),
+        campaign=campaign_info,
     script:
         "../scripts/aggregate.py"

@@ -5,7 +5,7 @@
 rule analyse:
     input:
         results="results/{campaign}/results.json",
-        code=ws.ANALYSIS_CODE,
+        code=layout.package_code("stages/analysis.py", "stats.py"),
     output:
         summary="results/{campaign}/summary.csv",
         comparisons=report(
@@ -22,10 +22,12 @@ rule analyse:
         ),
     log:
         "results/{campaign}/logs/analyse.log",
+    # Short and reads the whole campaign: on a cluster it runs on the submit host.
+    localrule: True
     conda:
         "../envs/analysis.yaml"
     params:
-        campaign=lambda wildcards: PLAN.campaign_info(wildcards.campaign),
+        campaign=campaign_info,
     script:
         "../scripts/analyse.py"
 
@@ -34,7 +36,7 @@ rule analyse:
 rule overhead:
     input:
         main="results/{campaign}/results.json",
-        controls=lambda wildcards: PLAN.control_results(wildcards.campaign),
+        controls=lambda wildcards: INDEX.control_results(wildcards.campaign),
     output:
         report(
             "results/{campaign}/overhead.csv",
@@ -44,10 +46,12 @@ rule overhead:
         ),
     log:
         "results/{campaign}/logs/overhead.log",
+    # Short and reads the whole campaign: on a cluster it runs on the submit host.
+    localrule: True
     conda:
         "../envs/analysis.yaml"
     params:
-        campaign=lambda wildcards: PLAN.campaign_info(wildcards.campaign),
-        variants=lambda wildcards: json.dumps(PLAN.control_variants(wildcards.campaign)),
+        campaign=campaign_info,
+        variants=control_variants,
     script:
         "../scripts/overhead.py"

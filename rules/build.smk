@@ -1,16 +1,18 @@
 # Build: keyed by the benchmark and its build variables only, so changing a
-# run variable never rebuilds and one changed build value rebuilds one build.
+# run variable never rebuilds and one changed build value rebuilds one build
+# (perfsnake.stages.build). The build's params name no path, so a moved
+# checkout rebuilds nothing.
 
 
 rule tool:
     input:
-        str(ws.ROOT / "src/{tool}/{tool}.c"),
+        layout.tool_source(),
     output:
         "resources/bin/{tool}",
     log:
         "resources/logs/tool/{tool}.log",
     wildcard_constraints:
-        tool="psrun|psplace",
+        tool=layout.TOOL_RE,
     conda:
         "../envs/build.yaml"
     shell:
@@ -21,13 +23,13 @@ rule tool:
 # library.
 rule static_tool:
     input:
-        str(ws.ROOT / "src/{tool}/{tool}.c"),
+        layout.tool_source(),
     output:
         "resources/bin/{tool}-static",
     log:
         "resources/logs/tool/{tool}-static.log",
     wildcard_constraints:
-        tool="psrun",
+        tool=layout.STATIC_TOOL_RE,
     conda:
         "../envs/build.yaml"
     shell:
@@ -45,7 +47,21 @@ rule build:
         "../envs/build.yaml"
     threads: 2
     params:
-        script=build_params,
-        platform=build_platform,
+        spec=build_params,
     script:
         "../scripts/build.py"
+
+
+# Every build a campaign needs exists before its first measured run, so that
+# `order: interleaved` holds across build variables too (a lock algorithm,
+# CFLAGS, a source version): the runs wait for this marker.
+rule builds_ready:
+    input:
+        campaign_builds,
+    output:
+        "results/{campaign}/builds.ready",
+    log:
+        "results/{campaign}/logs/builds-ready.log",
+    localrule: True
+    run:
+        mark_builds_ready(input, output, log)

@@ -1,26 +1,28 @@
 # Collect: parses every run of a campaign into its result.json (next to the
-# run's raw outputs) and into one results.json for the campaign. One job per
-# campaign, inside the Snakemake process: re-parsing is cheap, and the per-run
-# path keeps a single Snakemake job, the run itself.
+# run's raw outputs) and into one results.json for the campaign
+# (perfsnake.stages.collect). One job per campaign, inside the Snakemake
+# process: re-parsing is cheap, and the per-run path keeps a single Snakemake
+# job, the run itself.
 
 
 rule collect:
     input:
         runs=collect_input,
         decision=precision_final,
-        code=ws.COLLECT_CODE,
+        code=layout.benchmark_code() + layout.package_code("stages/collect.py"),
     output:
         "results/{campaign}/results.json",
     log:
         "results/{campaign}/logs/collect.log",
+    # Short and reads the whole campaign: on a cluster it runs on the submit host.
+    localrule: True
     run:
-        PLAN.collect(
-            wildcards.campaign, input.runs, output[0], log[0], *input.decision
-        )
+        do_collect(wildcards, input, output, log)
 
 
 # Run until precise: after each round of runs, this checkpoint decides which
-# records need more runs (and how many); the next round depends on it.
+# records need more runs (and how many); the next round depends on it
+# (perfsnake.stages.precision).
 checkpoint precision_round:
     input:
         precision_round_input,
@@ -29,8 +31,8 @@ checkpoint precision_round:
     log:
         "results/{campaign}/logs/precision-round-{round}.log",
     wildcard_constraints:
-        round=r"[1-9][0-9]*",
+        round=layout.RUN_RE,
+    # Short and reads the whole campaign: on a cluster it runs on the submit host.
+    localrule: True
     run:
-        PLAN.precision_decide(
-            wildcards.campaign, int(wildcards.round), list(input), output[0], log[0]
-        )
+        do_precision_round(wildcards, input, output, log)

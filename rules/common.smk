@@ -1,4 +1,5 @@
-# Validation of the configuration and campaigns, lookups and input functions.
+# The campaign index of this invocation and the rules' input functions. Each
+# function delegates to the stage module of its rule (perfsnake/stages/).
 import json
 import sys
 from pathlib import Path
@@ -7,130 +8,169 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
-sys.path.insert(0, str(Path(workflow.basedir).parent))
+# The workflow's own package, wherever the workflow lives (a checkout, a
+# Snakemake module, a snakedeploy copy).
+sys.path.insert(0, str(Path(workflow.current_basedir).parent))
 
-from perfsnake import workflow_support as ws
+from perfsnake import layout, planning
 from perfsnake.errors import CampaignError
+from perfsnake.stages import profile as profile_stage
+from perfsnake.stages import run as run_stage
+
+# The collect and precision stages import numpy, scipy and ruptures (seconds
+# of start-up); they are imported when one of their jobs or input functions
+# runs, not when the workflow is parsed.
 
 try:
-    PLAN = ws.plan_from_config(config)
+    INDEX = planning.index_from_config(config)
+    profile_stage.check_tools(INDEX)
 except CampaignError as exc:
     # One line naming the file, the key and the problem; nothing is written.
     sys.exit(f"perfsnake: error: {exc}")
 
-
-wildcard_constraints:
-    campaign=ws.CAMPAIGN_RE,
-    record=ws.RECORD_RE,
-    run=r"[1-9][0-9]*",
-    bench=r"[A-Za-z0-9_.-]+",
-    bkey=r"[^/]+",
-    source=r"[^/.][^/]*",
-    plot=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
-
-
-def all_targets():
-    return PLAN.all_targets()
-
-
-def build_input(wildcards):
-    return PLAN.build_inputs(wildcards.bench, wildcards.bkey)
-
-
-def build_params(wildcards):
-    return PLAN.build_spec(wildcards.bench, wildcards.bkey)
-
-
-def build_platform(wildcards):
-    return PLAN.build_platform(wildcards.bench, wildcards.bkey)
-
-
-def run_launcher(wildcards):
-    return PLAN.launcher(wildcards.campaign)
-
-
-def fetch_params(wildcards):
-    return PLAN.source_spec(wildcards.source)
-
-
-def run_build_input(wildcards):
-    return PLAN.run_build_input(wildcards.campaign, wildcards.record)
-
-
-def run_params(wildcards):
-    return PLAN.run_spec(wildcards.campaign, wildcards.record)
-
-
-def run_runtime(wildcards):
-    return PLAN.run_runtime(wildcards.campaign)
-
-
-def run_order(wildcards):
-    return PLAN.run_order(wildcards.campaign, wildcards.record, int(wildcards.run))
-
-
-def do_run(wildcards, output):
-    PLAN.execute_run(
-        wildcards.campaign, wildcards.record, int(wildcards.run), output[0]
+# Runs must never overlap: without the bench_lock resource Snakemake would
+# start several at once. Cluster profiles declare it too (one run per node).
+if workflow.is_main_process and "bench_lock" not in workflow.global_resources:
+    sys.exit(
+        "perfsnake: error: bench_lock is not a global resource, so benchmark runs could overlap: "
+        "use the workflow profile (profiles/default) or pass --resources bench_lock=1"
     )
 
 
-def _precision_decisions(campaign, upto=None):
-    """The decisions of the precision rounds so far (a checkpoint each):
-    (last plan, path of the last decision), stopping at the final round."""
-    plan = PLAN.first_plan(campaign)
-    round_number, decision_file = 1, None
-    while upto is None or round_number < upto:
-        decision_file = checkpoints.precision_round.get(
-            campaign=campaign, round=round_number
-        ).output[0]
-        with open(decision_file) as f:
-            decision = json.load(f)
-        plan = ws.precision.next_plan(decision)
-        if decision["done"]:
-            break
-        round_number += 1
-    return plan, decision_file
+wildcard_constraints:
+    **layout.WILDCARDS,
+
+
+def all_targets():
+    return INDEX.all_targets()
+
+
+def build_input(wildcards):
+    return INDEX.build_inputs(wildcards.bench, wildcards.bkey)
+
+
+def build_params(wildcards):
+    return INDEX.build_spec(wildcards.bench, wildcards.bkey)
+
+
+def fetch_params(wildcards):
+    return INDEX.source_spec(wildcards.source)
+
+
+def run_inputs(wildcards):
+    # ancient: the marker orders runs after every build of the campaign, but
+    # its age never re-runs a measurement (the run's own build still does).
+    return [
+        *INDEX.run_inputs(wildcards.campaign, wildcards.record),
+        ancient(layout.builds_ready(wildcards.campaign)),
+    ]
+
+
+def campaign_builds(wildcards):
+    return INDEX.campaign_builds(wildcards.campaign)
+
+
+def run_params(wildcards):
+    return INDEX.run_spec(wildcards.campaign, wildcards.record)
+
+
+def run_order(wildcards):
+    return INDEX.run_order(wildcards.campaign, wildcards.record, int(wildcards.run))
+
+
+def do_run(wildcards):
+    run_stage.execute_run(
+        INDEX, wildcards.campaign, wildcards.record, int(wildcards.run)
+    )
+
+
+def decision_file(campaign, round_number):
+    return checkpoints.precision_round.get(
+        campaign=campaign, round=round_number
+    ).output[0]
 
 
 def collect_input(wildcards):
-    if PLAN.campaigns[wildcards.campaign].precision is None:
-        return PLAN.run_targets(wildcards.campaign)
-    plan, _ = _precision_decisions(wildcards.campaign)
-    return PLAN.plan_targets(wildcards.campaign, plan)
+    if INDEX.campaigns[wildcards.campaign].precision is None:
+        return INDEX.run_targets(wildcards.campaign)
+    from perfsnake.stages import precision as precision_stage
+
+    return precision_stage.collect_inputs(INDEX, decision_file, wildcards.campaign)
 
 
 def precision_final(wildcards):
-    if PLAN.campaigns[wildcards.campaign].precision is None:
+    if INDEX.campaigns[wildcards.campaign].precision is None:
         return []
-    return [_precision_decisions(wildcards.campaign)[1]]
+    from perfsnake.stages import precision as precision_stage
+
+    return precision_stage.final_decision(INDEX, decision_file, wildcards.campaign)
 
 
 def precision_round_input(wildcards):
-    """A round's runs: the first nb_runs, then what earlier rounds added."""
-    round_number = int(wildcards.round)
-    if round_number == 1:
-        return PLAN.run_targets(wildcards.campaign)
-    plan, _ = _precision_decisions(wildcards.campaign, upto=round_number)
-    return PLAN.plan_targets(wildcards.campaign, plan)
+    from perfsnake.stages import precision as precision_stage
+
+    return precision_stage.round_inputs(
+        INDEX, decision_file, wildcards.campaign, int(wildcards.round)
+    )
+
+
+def mark_builds_ready(input, output, log):
+    from perfsnake.stages import build as build_stage
+
+    build_stage.mark_ready(list(input), output[0])
+    Path(log[0]).write_text(f"{len(input)} builds ready\n")
+
+
+def do_collect(wildcards, input, output, log):
+    from perfsnake.stages import collect as collect_stage
+
+    collect_stage.collect_campaign(
+        INDEX, wildcards.campaign, input.runs, output[0], log[0], *input.decision
+    )
+
+
+def do_precision_round(wildcards, input, output, log):
+    from perfsnake.stages import precision as precision_stage
+
+    precision_stage.decide_round(
+        INDEX, wildcards.campaign, int(wildcards.round), list(input), output[0], log[0]
+    )
+
+
+def campaign_info(wildcards):
+    return INDEX.campaign_info(wildcards.campaign)
+
+
+def control_variants(wildcards):
+    return json.dumps(INDEX.control_variants(wildcards.campaign))
 
 
 def plot_spec(wildcards):
-    return PLAN.plot_spec(wildcards.campaign, wildcards.plot)
+    return INDEX.plot_spec(wildcards.campaign, wildcards.plot)
+
+
+def flame_tool(which):
+    return profile_stage.flame_tool(INDEX, which)
+
+
+def flame_options(wildcards):
+    return profile_stage.flame_options(INDEX, wildcards.campaign)
+
+
+def folded_inputs(wildcards):
+    return profile_stage.folded_inputs(INDEX, wildcards.campaign, wildcards.flat)
 
 
 # Snakemake inspects an input function's signature on every call; with one
 # job per run that is a measurable share of planning 10,000 runs, so the
 # (unchanging) signatures are computed once.
 for _func in (
-    run_build_input,
+    run_inputs,
     run_params,
     run_order,
-    run_runtime,
     build_input,
     build_params,
-    build_platform,
-    run_launcher,
     fetch_params,
+    campaign_builds,
 ):
-    ws.cache_signature(_func)
+    run_stage.cache_signature(_func)

@@ -1,4 +1,5 @@
-# Fetch: one job per source version, into resources/src/, atomically.
+# Fetch: one job per source version, into resources/src/, atomically
+# (perfsnake.stages.fetch).
 
 
 rule fetch:

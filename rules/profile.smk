@@ -29,7 +29,7 @@ rule perf_folded:
     conda:
         "../envs/profiling.yaml"
     params:
-        collapse=lambda wildcards: PLAN.flame_tool("collapse"),
+        collapse=lambda wildcards: flame_tool("collapse"),
     shell:
         # -F -period: every sample weighs 1 (a count), not its period in ns.
         "d=$(dirname {input:q}); "
@@ -48,8 +48,8 @@ rule flamegraph:
     conda:
         "../envs/profiling.yaml"
     params:
-        tool=lambda wildcards: PLAN.flame_tool("flamegraph"),
-        options=lambda wildcards: PLAN.flame_options(wildcards.campaign),
+        tool=lambda wildcards: flame_tool("flamegraph"),
+        options=flame_options,
         title=lambda wildcards: f"{wildcards.campaign}: {wildcards.record} run-{wildcards.run}",
     shell:
         # An empty profile (failed run) still yields an SVG saying so.
@@ -59,13 +59,15 @@ rule flamegraph:
 
 rule record_folded:
     input:
-        lambda wildcards: PLAN.folded_inputs(wildcards.campaign, wildcards.flat),
+        folded_inputs,
     output:
         "results/{campaign}/folded/{flat}.folded",
     log:
         "results/{campaign}/folded/{flat}.log",
     wildcard_constraints:
         flat=r"[^/~]+",
+    # Short and reads the whole campaign: on a cluster it runs on the submit host.
+    localrule: True
     conda:
         "../envs/profiling.yaml"
     shell:
@@ -83,12 +85,14 @@ rule diff_flamegraph:
     wildcard_constraints:
         a=r"[^/~]+",
         b=r"[^/~]+",
+    # Short and reads the whole campaign: on a cluster it runs on the submit host.
+    localrule: True
     conda:
         "../envs/profiling.yaml"
     params:
-        diff=lambda wildcards: PLAN.flame_tool("diff"),
-        tool=lambda wildcards: PLAN.flame_tool("flamegraph"),
-        options=lambda wildcards: PLAN.flame_options(wildcards.campaign),
+        diff=lambda wildcards: flame_tool("diff"),
+        tool=lambda wildcards: flame_tool("flamegraph"),
+        options=flame_options,
         title=lambda wildcards: f"{wildcards.campaign}: {wildcards.b} relative to {wildcards.a}",
     shell:
         "{params.diff} {input.a:q} {input.b:q} 2> {log:q} "

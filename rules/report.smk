@@ -5,7 +5,7 @@
 rule plot:
     input:
         rows="results/{campaign}/{campaign}.json",
-        code=ws.PLOT_CODE,
+        code=layout.package_code("stages/report.py", "stats.py"),
     output:
         svg=report(
             "results/{campaign}/plots/{plot}.svg",
@@ -16,10 +16,12 @@ rule plot:
         png="results/{campaign}/plots/{plot}.png",
     log:
         "results/{campaign}/logs/plot/{plot}.log",
+    # Short and reads the whole campaign: on a cluster it runs on the submit host.
+    localrule: True
     conda:
         "../envs/analysis.yaml"
     params:
         plot=plot_spec,
-        campaign=lambda wildcards: PLAN.campaign_info(wildcards.campaign),
+        campaign=campaign_info,
     script:
         "../scripts/plot.py"

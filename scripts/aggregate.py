@@ -1,4 +1,4 @@
-"""Snakemake entry point of the aggregate rule (logic in perfsnake.aggregate)."""
+"""Snakemake entry point of the aggregate rule (logic in perfsnake.stages.aggregate)."""
 
 import json
 import sys
@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
-from perfsnake.aggregate import aggregate  # noqa: E402
+from perfsnake.stages.aggregate import aggregate  # noqa: E402
 from perfsnake.scripting import logged  # noqa: E402
 
 sm = snakemake  # noqa: F821

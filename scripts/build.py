@@ -1,16 +1,11 @@
-"""Snakemake entry point of the build rule (logic in perfsnake.build)."""
+"""Snakemake entry point of the build rule (logic in perfsnake.stages.build)."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
-from perfsnake.build import build  # noqa: E402
+from perfsnake.stages.build import build_from_spec  # noqa: E402
 
-build(
-    snakemake.params.script,  # noqa: F821
-    Path(snakemake.output[0]).resolve(),  # noqa: F821
-    Path(snakemake.log[0]),  # noqa: F821
-    snakemake.params.platform,  # noqa: F821
-    list(snakemake.input),  # noqa: F821
-)
+sm = snakemake  # noqa: F821
+build_from_spec(sm.params.spec, sm.output[0], sm.log[0], list(sm.input), sm.threads)

@@ -1,4 +1,4 @@
-"""Snakemake entry point of the plot rule (logic in perfsnake.plots)."""
+"""Snakemake entry point of the plot rule (logic in perfsnake.stages.report)."""
 
 import json
 import sys
@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
-from perfsnake.plots import draw  # noqa: E402
+from perfsnake.stages.report import draw  # noqa: E402
 from perfsnake.scripting import logged  # noqa: E402
 
 sm = snakemake  # noqa: F821

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from perfsnake.aggregate import aggregate, read_csv, read_metadata, rows_of
+from perfsnake.stages.aggregate import aggregate, read_csv, read_metadata, rows_of
 
 
 def result(run, metrics, status="ok", start=0.0, **variables):
@@ -49,7 +49,7 @@ def test_csv_with_metadata_round_trips(tmp_path):
 
 
 def test_footer_names_the_hosts_that_measured():
-    from perfsnake.aggregate import footer
+    from perfsnake.stages.aggregate import footer
 
     runs = [{**result(1, {"a": 1}, x=1), "host": "node2"}, {**result(2, {"a": 1}, x=1), "host": "node1"}, result(3, {"a": 1}, x=1)]
     assert footer(runs)["run_hosts"] == "node1,node2"

@@ -6,8 +6,8 @@ import shutil
 import pytest
 
 from helpers import jobs_run, snakemake, write_campaign
-from perfsnake.aggregate import read_csv, read_metadata
-from perfsnake.sysinfo import online_cpus
+from perfsnake.stages.aggregate import read_csv, read_metadata
+from perfsnake.machine.sysinfo import online_cpus
 
 pytestmark = pytest.mark.e2e
 

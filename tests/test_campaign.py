@@ -3,7 +3,7 @@ import yaml
 
 from perfsnake.campaign import load_campaign, load_campaigns
 from perfsnake.errors import CampaignError
-from perfsnake.sysinfo import online_cpus
+from perfsnake.machine.sysinfo import online_cpus
 
 
 def write(tmp_path, text, name="c.yaml"):

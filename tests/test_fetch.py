@@ -7,9 +7,9 @@ import tarfile
 
 import pytest
 
-from perfsnake import fetch as fetch_mod
+from perfsnake.stages import fetch as fetch_mod
 from perfsnake.benchmarks.base import source_key
-from perfsnake.fetch import FetchError, fetch
+from perfsnake.stages.fetch import FetchError, fetch
 
 
 def make_tree(root):

@@ -10,12 +10,12 @@ import pytest
 import yaml
 
 from helpers import snakemake, write_campaign
-from perfsnake.aggregate import read_csv
+from perfsnake.stages.aggregate import read_csv
 from perfsnake.campaign import load_campaign
 from perfsnake.errors import CampaignError
 from perfsnake.instruments.base import Context
 from perfsnake.instruments.wrappers import Strace, Time, parse_strace_summary
-from perfsnake.sysinfo import online_cpus
+from perfsnake.machine.sysinfo import online_cpus
 
 
 def campaign(command, variables, **extra):
@@ -211,7 +211,7 @@ def test_numactl_rejects_two_memory_policies(tmp_path):
 
 
 def test_unparsable_instrument_output_is_recorded_not_fatal(tmp_path):
-    from perfsnake.collect import collect_run
+    from perfsnake.stages.collect import collect_run
 
     c = load(tmp_path, campaign("echo value=1", {"x": [1]}, wrappers=["time"]))
     rdir = tmp_path / "run"
@@ -225,7 +225,7 @@ def test_unparsable_instrument_output_is_recorded_not_fatal(tmp_path):
 
 
 def test_preload_extends_an_inherited_ld_preload(tmp_path):
-    from perfsnake.sysinfo import find_library
+    from perfsnake.machine.sysinfo import find_library
 
     c = load(tmp_path, campaign("echo", {"allocator": ["jemalloc"]}, shared_libs=["allocator"]))
     line = c.instruments.compose(Context({"allocator": "jemalloc"}, tmp_path), "cat /proc/self/maps; echo PATH=$PATH")

@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from perfsnake.plots import draw, summarise
+from perfsnake.stages.report import draw, summarise
 
 
 def rows():

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, SNAKEMAKE, jobs_run, snakemake, statuses, write_campaign
-from perfsnake.aggregate import read_csv
-from perfsnake.sysinfo import online_cpus
+from perfsnake.stages.aggregate import read_csv
+from perfsnake.machine.sysinfo import online_cpus
 from slurm_cluster import SLURM_CONF, ClusterUnavailable, SlurmCluster, missing_binaries
 
 pytestmark = [

@@ -46,7 +46,9 @@ def source_key(source: Mapping[str, str]) -> str:
         return escape_component(f"git-{tail}-{digest}-{source['rev']}")
     if "archive" in source:
         return f"archive-{source['sha256'][:16]}"
-    digest = hashlib.sha256(str(Path(source["path"]).resolve()).encode()).hexdigest()[:12]
+    # The path as written (relative paths are relative to the working
+    # directory), so a moved checkout keeps its source keys.
+    digest = hashlib.sha256(str(source["path"]).encode()).hexdigest()[:12]
     return escape_component(f"path-{Path(source['path']).name}-{digest}")
 
 
@@ -79,6 +81,15 @@ class Benchmark:
         """Changes whenever what a build or run does changes."""
         blob = json.dumps({"name": self.name, "spec": self.spec}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def build_spec(self) -> dict[str, object]:
+        """The part of the spec a build depends on, enough to re-create this
+        benchmark in the build job (run-only keys such as metric regexes
+        stay out, so editing them never rebuilds)."""
+        out: dict[str, object] = {"type": self.spec.get("type", self.name)}
+        if "source" in self.spec:
+            out["source"] = self.spec["source"]
+        return out
 
     # ---- parameter space --------------------------------------------------
     def build_variables(self, variables: list[str]) -> list[str]:

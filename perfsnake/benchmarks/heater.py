@@ -10,7 +10,7 @@ from pathlib import Path
 from perfsnake import ROOT
 from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, search_metric
 from perfsnake.escape import value_text
-from perfsnake.sysinfo import online_cpus
+from perfsnake.machine.sysinfo import online_cpus
 
 _OPS = re.compile(r"^Operations performed: (\d+)$", re.M)
 _DURATION = re.compile(r"^Duration: ([0-9.]+)$", re.M)

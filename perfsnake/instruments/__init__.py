@@ -14,18 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perfsnake.benchmarks.base import Benchmark
 from perfsnake.errors import CampaignError
 from perfsnake.instruments.base import Context, Instrument
-from perfsnake.instruments.hooks import HOOKS, Hook
-from perfsnake.instruments.libs import LIBS, SharedLib
-from perfsnake.instruments.wrappers import WRAPPERS, Wrapper
-
-SECTIONS: dict[str, dict[str, type[Instrument]]] = {
-    "wrappers": WRAPPERS,  # type: ignore[dict-item]
-    "shared_libs": LIBS,  # type: ignore[dict-item]
-    "pre_run_hooks": HOOKS,  # type: ignore[dict-item]
-    "post_run_hooks": HOOKS,  # type: ignore[dict-item]
-}
+from perfsnake.instruments.hooks import Hook
+from perfsnake.instruments.libs import SharedLib
+from perfsnake.instruments.registry import SECTIONS
+from perfsnake.instruments.wrappers import Wrapper
 
 
 def _make(section: str, index: int, entry: object, origin: str) -> Instrument:
@@ -65,6 +60,13 @@ class Instruments:
     def tools(self) -> list[str]:
         """Our own helper programs the runs need (built into resources/bin)."""
         return sorted({t for i in self.all() if (t := getattr(i, "tool", None))})
+
+    def builds(self, params: Mapping[str, object]) -> list[tuple[Benchmark, str, dict[str, object]]]:
+        """Builds of the instruments (not the benchmark) a run with these parameters needs."""
+        return [b for i in self.all() for b in i.builds(params)]
+
+    def needs_flame_tools(self) -> bool:
+        return any(i.needs_flame_tools() for i in self.all())
 
     def declared_metrics(self) -> list[str]:
         return [m for i in self.all() for m in i.declared_metrics()]

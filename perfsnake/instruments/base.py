@@ -14,9 +14,13 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfsnake.errors import CampaignError
 from perfsnake.escape import value_text
+
+if TYPE_CHECKING:
+    from perfsnake.benchmarks.base import Benchmark
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,18 @@ class Instrument:
     def metrics(self, run_dir: Path) -> dict[str, object]:
         """Metrics this instrument adds to the run's result (after the run)."""
         return {}
+
+    # ---- extension points the workflow asks every instrument ----------------
+    def builds(self, params: Mapping[str, object]) -> list[tuple[Benchmark, str, dict[str, object]]]:
+        """Builds a run with these parameters needs: (builder, build key, build parameters)."""
+        return []
+
+    def targets(self, campaign: str, records: list[str], nb_runs: int, compare: list[tuple[str, str]]) -> list[str]:
+        """Post-processing products (rule outputs) this instrument adds to a campaign."""
+        return []
+
+    def needs_flame_tools(self) -> bool:
+        return False
 
 
 def text(params: Mapping[str, object], name: str, default: object = None) -> str | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from perfsnake.escape import value_text
 from perfsnake.instruments.base import Context, Instrument, text
-from perfsnake.sysinfo import online_cpus
+from perfsnake.machine.sysinfo import online_cpus
 from perfsnake.template import placeholders, render
 
 #: Seconds between SIGTERM and SIGKILL when a daemon is stopped.
@@ -147,7 +147,7 @@ class Placement(Daemon):
 
 
 class Monitor(Daemon):
-    """Bottleneck monitor for the duration of the run (perfsnake.monitor).
+    """Bottleneck monitor for the duration of the run (perfsnake.machine.monitor).
 
     Samples per-CPU utilisation, memory, disk busy time and network
     throughput every `interval_ms`; after the run, components above 80 %
@@ -177,7 +177,7 @@ class Monitor(Daemon):
 
         out = ctx.run_dir / "monitor.csv"
         interval = int(self.spec["interval_ms"]) / 1000  # type: ignore[call-overload]
-        argv = [sys.executable, "-m", "perfsnake.monitor", "--out", str(out), "--interval", str(interval)]
+        argv = [sys.executable, "-m", "perfsnake.machine.monitor", "--out", str(out), "--interval", str(interval)]
         self.spec["command"] = f"cd {shlex.quote(str(ROOT))} && exec {shlex.join(argv)}"
         return super().apply(ctx, phase)
 
@@ -186,7 +186,7 @@ class Monitor(Daemon):
                 "monitor.net_bytes_per_s", "monitor.own_cpu_fraction"]  # fmt: skip
 
     def teardown(self, ctx: Context, state: dict[str, object]) -> dict[str, object]:
-        from perfsnake.monitor import summarise
+        from perfsnake.machine.monitor import summarise
 
         done = super().teardown(ctx, state)
         out = ctx.run_dir / "monitor.csv"
@@ -302,6 +302,3 @@ class Command(Hook):
         if proc.returncode != 0:
             result["note"] = f"exited with {proc.returncode} (see {log.name})"
         return result
-
-
-HOOKS: dict[str, type[Hook]] = {h.kind: h for h in (Daemon, Placement, Monitor, DropCaches, Governor, Cooldown, Command)}

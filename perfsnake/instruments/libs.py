@@ -11,7 +11,7 @@ from pathlib import Path
 
 from perfsnake.escape import value_text
 from perfsnake.instruments.base import Context, Instrument, text
-from perfsnake.sysinfo import find_library
+from perfsnake.machine.sysinfo import find_library
 
 #: allocator name -> (soname, Debian package); "glibc" means no preload.
 ALLOCATORS = {
@@ -95,12 +95,3 @@ class Preload(SharedLib):
 
     def paths(self, ctx: Context) -> list[str]:
         return [self.path]
-
-
-def _catalog() -> dict[str, type[SharedLib]]:
-    from perfsnake.instruments.locks import Lock
-
-    return {lib.kind: lib for lib in (Jemalloc, Tcmalloc, Allocator, Preload, Lock)}
-
-
-LIBS: dict[str, type[SharedLib]] = _catalog()

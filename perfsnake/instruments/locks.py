@@ -9,9 +9,10 @@ library and re-runs only the runs that use it.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 
-from perfsnake import ROOT
+from perfsnake import ROOT, layout
 from perfsnake.benchmarks.base import Benchmark, BuildContext
 from perfsnake.escape import key_component, value_text
 from perfsnake.instruments.base import Context
@@ -69,8 +70,12 @@ class Lock(SharedLib):
         build = {"lock": name, "lock_cflags": params.get("lock_cflags", LockBuilder.build_defaults["lock_cflags"])}
         return key_component(build, ["lock", *self.build_vars]), build
 
+    def builds(self, params: Mapping[str, object]) -> list[tuple[Benchmark, str, dict[str, object]]]:
+        needed = self.build_params(dict(params))
+        return [] if needed is None else [(self.builder, *needed)]
+
     def paths(self, ctx: Context) -> list[str]:
         needed = self.build_params(dict(ctx.params))
         if needed is None:
             return []
-        return [str(ctx.workdir / "resources" / "builds" / LockBuilder.name / needed[0] / LIBRARY)]
+        return [str(layout.here(layout.build_dir(LockBuilder.name, needed[0]), ctx.workdir) / LIBRARY)]

@@ -16,6 +16,7 @@ import re
 from functools import cache
 from pathlib import Path
 
+from perfsnake import layout
 from perfsnake.instruments.base import Context, text
 from perfsnake.instruments.wrappers import Wrapper
 
@@ -148,6 +149,20 @@ class PerfRecord(Wrapper):
                 raise self.fail(f"frequency {freq!r} is not an integer in 1..100000", "frequency")
             if mode not in self.MODES:
                 raise self.fail(f"call graph mode {mode!r} (choose from {', '.join(self.MODES)})", "call_graph")
+
+    def needs_flame_tools(self) -> bool:
+        return True
+
+    def targets(self, campaign: str, records: list[str], nb_runs: int, compare: list[tuple[str, str]]) -> list[str]:
+        """perf report and a flame graph per run, folded stacks per record, declared diffs."""
+        out: list[str] = []
+        for record in records:
+            for i in range(1, nb_runs + 1):
+                rdir = layout.run_dir(campaign, record, i)
+                out += [f"{rdir}/perf.report", f"{rdir}/flamegraph.svg"]
+            out.append(layout.folded(campaign, layout.flat(record)))
+        out += [layout.diff_flamegraph(campaign, layout.flat(a), layout.flat(b)) for a, b in compare]
+        return out
 
     def prefix(self, ctx: Context) -> list[str]:
         freq = text(ctx.params, "perf_frequency", self.spec["frequency"])

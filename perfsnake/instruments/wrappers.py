@@ -13,7 +13,7 @@ from pathlib import Path
 
 from perfsnake.escape import value_text
 from perfsnake.instruments.base import Context, Instrument, text
-from perfsnake.sysinfo import online_cpus, online_nodes, parse_cpu_list
+from perfsnake.machine.sysinfo import online_cpus, online_nodes, parse_cpu_list
 
 
 class Wrapper(Instrument):
@@ -264,12 +264,3 @@ class Valgrind(Wrapper):
                 if line.startswith(("summary:", "totals:")):
                     return {"valgrind.instructions": int(line.split()[1])}
         return {"valgrind.instructions": None}
-
-
-def _catalog() -> dict[str, type[Wrapper]]:
-    from perfsnake.instruments.profiling import PerfRecord, PerfStat
-
-    return {w.kind: w for w in (Taskset, Numactl, Env, Nice, Time, Strace, Ltrace, Valgrind, PerfStat, PerfRecord)}
-
-
-WRAPPERS: dict[str, type[Wrapper]] = _catalog()

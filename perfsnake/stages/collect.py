@@ -6,12 +6,18 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from perfsnake import layout
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.stats import SteadyState, steady_segment, work_per_second
 from perfsnake.instruments import Instruments
+
+if TYPE_CHECKING:
+    from perfsnake.campaign import Campaign
+    from perfsnake.planning import CampaignIndex
 
 RESULT_FILE = "result.json"
 STDERR_TAIL = 2000
@@ -128,3 +134,37 @@ def write_result(run_dir: Path, result: Mapping[str, object]) -> None:
     tmp = run_dir / (RESULT_FILE + ".tmp")
     tmp.write_text(json.dumps(result, indent=2, sort_keys=True, default=str) + "\n")
     os.replace(tmp, run_dir / RESULT_FILE)
+
+
+# ---- the collect rule's job body --------------------------------------------------
+def collect_record_run(c: Campaign, record_path: str, run: int, workdir: Path) -> dict[str, object]:
+    """A run of a campaign parsed with the campaign's own settings (one place for
+    collect and the precision checkpoint, so both see the same values)."""
+    record = c.by_path[record_path]
+    rdir = layout.here(layout.run_dir(c.name, record_path, run), workdir)
+    return collect_run(rdir, c.benchmark, c.run_params(record), record.values, c.name, run, c.instruments,
+                       warmup=str(c.data["statistics"]["warmup"]))  # fmt: skip
+
+
+def collect_campaign(
+    index: CampaignIndex, name: str, status_files: list[str], results_file: str, log_file: str, decision_file: str | None = None
+) -> None:
+    """Parse every run of the campaign into its result.json and results_file."""
+    c = index.campaigns[name]
+    workdir = Path.cwd()
+    lines = []
+    results = []
+    decision = json.loads(Path(decision_file).read_text())["records"] if decision_file else {}
+    for status in status_files:
+        path, i = layout.split_status(name, status)
+        result = collect_record_run(c, path, i, workdir)
+        if path in decision:
+            result["precision"] = {k: decision[path][k] for k in ("met", "rel_ci", "ok")}
+        write_result(layout.here(layout.run_dir(name, path, i), workdir), result)
+        results.append(result)
+        lines.append(f"{path}/run-{i}: {result['status']} {json.dumps(result['metrics'], default=str)}\n")
+    Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+    Path(log_file).write_text("".join(lines))
+    tmp = Path(results_file + ".tmp")
+    tmp.write_text(json.dumps(results, default=str) + "\n")
+    tmp.replace(results_file)

@@ -1,6 +1,6 @@
 """Bottleneck monitor: samples the machine while a benchmark runs.
 
-Run as `python -m perfsnake.monitor --out FILE --interval S` (started by
+Run as `python -m perfsnake.machine.monitor --out FILE --interval S` (started by
 the `monitor` hook through the launcher, stopped with SIGTERM). Every
 interval it reads /proc/stat (per-CPU busy time), /proc/meminfo,
 /proc/diskstats (time with I/O in flight) and /proc/net/dev (bytes), and

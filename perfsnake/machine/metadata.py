@@ -12,7 +12,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 
 from perfsnake import ROOT
-from perfsnake.sysinfo import online_cpus, parse_cpu_list
+from perfsnake.machine.sysinfo import online_cpus, parse_cpu_list
 
 
 def _read(path: str) -> str | None:

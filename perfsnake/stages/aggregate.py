@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from perfsnake.metadata import host_metadata
+from perfsnake.machine.metadata import host_metadata
 from perfsnake.platforms import PLATFORM_FILE
 
 BASE_COLUMNS = ("campaign", "benchmark")

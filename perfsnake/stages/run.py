@@ -16,8 +16,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from perfsnake import layout
+from perfsnake.benchmarks.base import RunContext, source_key
 from perfsnake.escape import value_text
+from perfsnake.instruments.base import Context
+
+if TYPE_CHECKING:
+    from perfsnake.planning import CampaignIndex
 
 STATUS_FILE = "status.json"
 
@@ -156,3 +163,48 @@ def _launch(
     if code != 0:
         raise RuntimeError(f"launcher exited with {code} for {run_dir} (run aborted, not recorded)")
     return code
+
+
+# ---- the run rule's job body ------------------------------------------------------
+_DONE_BEFORE: dict[str, int] = {}
+
+
+def run_script(index: CampaignIndex, name: str, record_path: str, run: int, workdir: Path) -> tuple[Path, str]:
+    """The run directory and the text of its command.sh (absolute paths, re-runnable by hand)."""
+    c = index.campaigns[name]
+    record = c.by_path[record_path]
+    bench = c.benchmark
+    rdir = layout.here(layout.run_dir(name, record_path, run), workdir)
+    build_dir = layout.here(layout.build_dir(bench.key, record.build_key), workdir) if bench.needs_build() else None
+    src_dir = layout.here(layout.source_dir(source_key(bench.source)), workdir) if bench.source else None
+    params = c.run_params(record)
+    ctx = RunContext(params, build_dir, rdir, c.duration_s, src_dir)
+    header = {"campaign": name, "record": record_path, "run": run}
+    body = c.instruments.compose(Context(params, rdir, workdir), bench.run_command(ctx))
+    return rdir, command_text(rdir, body, header=header)
+
+
+def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> None:
+    """One run job: hooks, the launcher (the timed part), progress on stderr."""
+    workdir = Path.cwd()
+    c = index.campaigns[name]
+    rdir, script = run_script(index, name, record_path, run, workdir)
+    if name not in _DONE_BEFORE:
+        _DONE_BEFORE[name] = count_done(index.possible_run_targets(name))
+    progress = progress_for(name, len(c.records) * c.max_runs, _DONE_BEFORE[name])
+    params = c.run_params(c.by_path[record_path])
+    ctx = Context(params, rdir, workdir)
+
+    def launch(run_dir: Path, text: str, timeout_s: float | None) -> int:
+        return c.platform.launch(workdir, run_dir, text, timeout_s, params)
+
+    execute(launch, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
+            hooks=(c.instruments.pre, c.instruments.post, ctx))  # fmt: skip
+
+
+def cache_signature(func) -> None:  # type: ignore[no-untyped-def]
+    """Precompute the signature Snakemake would inspect on every call of an
+    input function (a measurable share of planning 10,000 run jobs)."""
+    import inspect
+
+    func._overwrite_params = inspect.signature(func).parameters

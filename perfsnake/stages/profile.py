@@ -1,4 +1,4 @@
-"""Flame-graph tooling and the campaign's flame-graph targets.
+"""Profile stage (rules/profile.smk): flame-graph tools, options and inputs.
 
 inferno (crates.io) is the default, installed by `make setup` into
 resources/tools/bin; when a FlameGraph checkout is configured (config key
@@ -13,9 +13,13 @@ import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from perfsnake import ROOT
+from perfsnake import ROOT, layout
 from perfsnake.errors import CampaignError
+
+if TYPE_CHECKING:
+    from perfsnake.planning import CampaignIndex
 
 INFERNO_VERSION = "0.12.8"
 INFERNO_BIN = ROOT / "resources" / "tools" / "bin"
@@ -43,7 +47,9 @@ def find_tools(flamegraph_dir: str | None = None) -> Tools | None:
     found = []
     for name in names:
         local = INFERNO_BIN / name
-        path = str(local) if local.exists() else shutil.which(name)
+        # Relative to the working directory when shipped with the workflow, so
+        # a moved checkout keeps the same rule parameters (nothing re-runs).
+        path = layout.shipped(local) if local.exists() else shutil.which(name)
         if path is None:
             return None
         found.append(shlex.quote(path))
@@ -76,10 +82,32 @@ def options(spec: dict[str, object]) -> str:
     return shlex.join(words)
 
 
-def flat(record_path: str) -> str:
-    """A record path as one component (',' never occurs in escaped values)."""
-    return record_path.replace("/", ",")
+# ---- the profile rules' input functions and parameters ----------------------------
+_TOOLS: dict[int, Tools] = {}
 
 
-def unflat(key: str) -> str:
-    return key.replace(",", "/")
+def check_tools(index: CampaignIndex) -> None:
+    """Refuse at parse time, in one line, a campaign whose instruments need
+    flame-graph tools that are not installed."""
+    for c in index.campaigns.values():
+        if c.instruments.needs_flame_tools():
+            _TOOLS[id(index)] = require_tools(c.origin, index.flamegraph_dir)
+
+
+def flame_tool(index: CampaignIndex, which: str) -> str:
+    tools = _TOOLS.get(id(index))
+    if tools is None:
+        raise CampaignError("config", "wrappers", "no flame-graph tools")
+    return str(getattr(tools, which))
+
+
+def flame_options(index: CampaignIndex, name: str) -> str:
+    return options(index.campaigns[name].data["flamegraph"])
+
+
+def folded_inputs(index: CampaignIndex, name: str, flat_record: str) -> list[str]:
+    c = index.campaigns[name]
+    record = layout.unflat(flat_record)
+    if record not in c.by_path:
+        raise KeyError(f"{name} has no record {record}")
+    return [f"{layout.run_dir(name, record, i)}/perf.folded" for i in range(1, c.nb_runs + 1)]

@@ -1,0 +1,1 @@
+"""Checks for developers (run by the test suite)."""

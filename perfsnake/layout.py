@@ -1,0 +1,192 @@
+"""Where everything lives: the one owner of results/ and resources/ paths.
+
+Paths returned here are relative to the workflow's working directory, as
+Snakemake wants them; `here()` makes one absolute for job bodies (command.sh,
+build scripts) that must work when re-run by hand from anywhere. Files that
+ship with the workflow (C sources, the package's own code) are named relative
+to the working directory too (`shipped()`), so a checkout copied elsewhere, or
+an unpacked artifact, plans the same jobs with the same inputs: nothing re-runs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from perfsnake import ROOT
+
+RESULTS = "results"
+RESOURCES = "resources"
+
+#: Wildcard regexes of the rules (one place, used by rules/common.smk).
+CAMPAIGN_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+RECORD_RE = r"[^/]+(/[^/]+)*?"
+RUN_RE = r"[1-9][0-9]*"
+BENCH_RE = r"[A-Za-z0-9_.-]+"
+BKEY_RE = r"[^/]+"
+SOURCE_RE = r"[^/.][^/]*"
+PLOT_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+FLAT_RE = r"[^/~]+"
+TOOL_RE = "psrun|psplace"
+STATIC_TOOL_RE = "psrun"
+
+WILDCARDS = {
+    "campaign": CAMPAIGN_RE,
+    "record": RECORD_RE,
+    "run": RUN_RE,
+    "bench": BENCH_RE,
+    "bkey": BKEY_RE,
+    "source": SOURCE_RE,
+    "plot": PLOT_RE,
+}
+
+
+# ---- files shipped with the workflow -------------------------------------------
+def shipped(relative: str | Path) -> str:
+    """A file of the workflow itself, relative to the working directory."""
+    return os.path.relpath(ROOT / relative)
+
+
+def shipped_abs(relative: str | Path) -> Path:
+    return ROOT / relative
+
+
+def tool_source() -> str:
+    """Pattern of our helper programs' sources (psrun, psplace)."""
+    return shipped("src/{tool}/{tool}.c")
+
+
+def package_code(*modules: str) -> list[str]:
+    """Modules of the package whose edits re-run a summary rule (never a run)."""
+    return [shipped(f"perfsnake/{m}") for m in modules]
+
+
+def benchmark_code() -> list[str]:
+    return sorted(shipped(p.relative_to(ROOT)) for p in (ROOT / "perfsnake" / "benchmarks").glob("*.py"))
+
+
+# ---- results/ -------------------------------------------------------------------
+def campaign_dir(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}"
+
+
+def run_dir(campaign: str, record_path: str, run: int | str) -> str:
+    return f"{RESULTS}/{campaign}/runs/{record_path}/run-{run}"
+
+
+def status_file(campaign: str, record_path: str, run: int | str) -> str:
+    return f"{run_dir(campaign, record_path, run)}/status.json"
+
+
+def split_status(campaign: str, status: str) -> tuple[str, int]:
+    """(record path, run index) of results/<campaign>/runs/<record>/run-<i>/status.json."""
+    prefix = f"{RESULTS}/{campaign}/runs/"
+    text = str(status)
+    rel = text[text.index(prefix) + len(prefix) :]
+    record, _, rest = rel.rpartition("/run-")
+    return record, int(rest.split("/", 1)[0])
+
+
+def builds_ready(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}/builds.ready"
+
+
+def results_json(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}/results.json"
+
+
+def csv(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}/{campaign}.csv"
+
+
+def rows_json(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}/{campaign}.json"
+
+
+def commands(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}/commands.sh"
+
+
+def summary(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}/summary.csv"
+
+
+def comparisons(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}/comparisons.csv"
+
+
+def significant(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}/significant.md"
+
+
+def overhead(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}/overhead.csv"
+
+
+def plot(campaign: str, name: str, ext: str) -> str:
+    return f"{RESULTS}/{campaign}/plots/{name}.{ext}"
+
+
+def precision_round(campaign: str, round_number: int | str) -> str:
+    return f"{RESULTS}/{campaign}/precision/round-{round_number}.json"
+
+
+def folded(campaign: str, flat: str) -> str:
+    return f"{RESULTS}/{campaign}/folded/{flat}.folded"
+
+
+def flat(record_path: str) -> str:
+    """A record path as one component (',' never occurs in escaped values)."""
+    return record_path.replace("/", ",")
+
+
+def unflat(key: str) -> str:
+    return key.replace(",", "/")
+
+
+def diff_flamegraph(campaign: str, flat_a: str, flat_b: str) -> str:
+    return f"{RESULTS}/{campaign}/diff/{flat_a}~vs~{flat_b}.svg"
+
+
+def campaign_log(campaign: str, name: str) -> str:
+    return f"{RESULTS}/{campaign}/logs/{name}.log"
+
+
+def artifact_zip(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}/artifact/{campaign}-artifact.zip"
+
+
+# ---- resources/ -----------------------------------------------------------------
+def source_dir(key: str) -> str:
+    return f"{RESOURCES}/src/{key}"
+
+
+def build_dir(bench: str, key: str) -> str:
+    return f"{RESOURCES}/builds/{bench}/{key}"
+
+
+def build_log(bench: str, key: str) -> str:
+    return f"{RESOURCES}/logs/build/{bench}/{key}.log"
+
+
+def fetch_log(key: str) -> str:
+    return f"{RESOURCES}/logs/fetch/{key}.log"
+
+
+def tool(name: str) -> str:
+    """Our helper programs, built per working directory (psrun, psplace)."""
+    return f"{RESOURCES}/bin/{name}"
+
+
+def tool_log(name: str) -> str:
+    return f"{RESOURCES}/logs/tool/{name}.log"
+
+
+def build_root_of(build: Path) -> Path:
+    """The working directory that holds a build directory (<wd>/resources/builds/<bench>/<key>)."""
+    return build.parents[3]
+
+
+def here(relative: str | Path, workdir: Path | None = None) -> Path:
+    """A layout path made absolute against the working directory."""
+    return (workdir or Path.cwd()) / relative

@@ -1,0 +1,1 @@
+"""Facts about the host and a run's environment: CPUs, metadata, monitoring."""

@@ -1,0 +1,254 @@
+"""The campaign index: what the DAG asks of this invocation's campaigns.
+
+Targets, the builds and sources they need, run order, controls and the
+parameters that decide when a run or a build is redone. No job bodies and no
+I/O here (those live in `perfsnake.stages`); everything is precomputed once
+per workflow parse, so the rules' input functions are O(1) even for campaigns
+of tens of thousands of records.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import dataclass, field
+
+from perfsnake import layout
+from perfsnake.benchmarks.base import Benchmark, source_key
+from perfsnake.campaign import Campaign, load_campaigns, schema_error
+from perfsnake.errors import CampaignError
+
+
+@dataclass(frozen=True)
+class BuildEntry:
+    """One build directory: the benchmark (or instrument builder) and its variables."""
+
+    bench: Benchmark
+    params: dict[str, object]
+    platform: str = ""  # JSON of the platform spec when built elsewhere than here
+
+    def spec(self) -> str:
+        """What defines the build, without any path: its params (rebuild trigger)."""
+        cls = type(self.bench)
+        return json.dumps(
+            {
+                "class": f"{cls.__module__}:{cls.__qualname__}",
+                "spec": self.bench.build_spec(),
+                "params": self.params,
+                "platform": self.platform,
+            },
+            sort_keys=True,
+            default=str,
+        )
+
+
+@dataclass
+class CampaignIndex:
+    """The campaigns of this invocation and every lookup the rules need."""
+
+    campaigns: dict[str, Campaign]
+    flamegraph_dir: str | None = None
+    builds: dict[tuple[str, str], BuildEntry] = field(default_factory=dict)
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: campaign -> record path -> builds and tools its runs need (instruments included)
+    run_needs: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    _specs: dict[tuple[str, str], str] = field(default_factory=dict)
+    _orders: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for c in self.campaigns.values():
+            self._index_builds(c)
+
+    def _add_build(self, c: Campaign, bench: Benchmark, key: str, params: dict[str, object], platform: str) -> str:
+        previous = self.builds.get((bench.key, key))
+        if previous and previous.bench.fingerprint() != bench.fingerprint():
+            raise CampaignError(c.origin, "benchmark", f"build {bench.key}/{key} is defined differently by another campaign")
+        self.builds[(bench.key, key)] = BuildEntry(bench, params, platform)
+        return layout.build_dir(bench.key, key)
+
+    def _index_builds(self, c: Campaign) -> None:
+        bench = c.benchmark
+        platform = json.dumps(c.data["platform"], sort_keys=True) if c.platform.build_tag() else ""
+        if bench.source is not None:
+            self.sources[source_key(bench.source)] = bench.source
+        if bench.needs_build():
+            for key, params in c.build_keys().items():
+                self._add_build(c, bench, key, params, platform)
+        # The launcher (or nothing, when the platform builds it remotely) and our helper programs.
+        tools = [*c.platform.local_inputs(), *(layout.tool(t) for t in c.instruments.tools())]
+        needs: dict[str, list[str]] = {}
+        for record in c.records:
+            params = c.run_params(record)
+            # Instruments that need a build of their own (the lock library) say so.
+            extra = [self._add_build(c, b, key, p, "") for b, key, p in c.instruments.builds(params)]
+            own = [layout.build_dir(bench.key, record.build_key)] if bench.needs_build() else []
+            needs[record.path] = [*own, *extra, *tools]
+        self.run_needs[c.name] = needs
+
+    # ---- targets --------------------------------------------------------------
+    def campaign_targets(self, name: str) -> list[str]:
+        c = self.campaigns[name]
+        if c.control_of:
+            return [layout.results_json(name)]  # compared in the controlled campaign's overhead.csv
+        targets = [layout.csv(name), layout.rows_json(name), layout.commands(name)]
+        targets += [layout.summary(name), layout.comparisons(name), layout.significant(name)]
+        if self.controls(name):
+            targets.append(layout.overhead(name))
+        for plot in c.plots:
+            targets += [layout.plot(name, plot["name"], "svg"), layout.plot(name, plot["name"], "png")]
+        return targets
+
+    def instrument_targets(self, name: str) -> list[str]:
+        """Post-processing products the campaign's instruments declare (flame graphs...)."""
+        c = self.campaigns[name]
+        targets: list[str] = []
+        for instrument in c.instruments.all():
+            targets += instrument.targets(name, [r.path for r in c.records], c.nb_runs, c.compare)
+        return targets
+
+    def all_targets(self) -> list[str]:
+        return [t for name in self.campaigns for t in (*self.campaign_targets(name), *self.instrument_targets(name))]
+
+    # ---- runs -----------------------------------------------------------------
+    def first_plan(self, name: str) -> dict[str, list[int]]:
+        c = self.campaigns[name]
+        return {r.path: list(range(1, c.nb_runs + 1)) for r in c.records}
+
+    @staticmethod
+    def plan_targets(name: str, plan: dict[str, list[int]]) -> list[str]:
+        return [layout.status_file(name, path, i) for path, runs in plan.items() for i in runs]
+
+    def run_targets(self, name: str) -> list[str]:
+        """The status files of the runs every campaign starts with (nb_runs each)."""
+        return self.plan_targets(name, self.first_plan(name))
+
+    def possible_run_targets(self, name: str) -> list[str]:
+        """Every run a campaign may get (up to precision's max_runs)."""
+        c = self.campaigns[name]
+        return self.plan_targets(name, {r.path: list(range(1, c.max_runs + 1)) for r in c.records})
+
+    def run_inputs(self, name: str, record_path: str) -> list[str]:
+        return self.run_needs[name][record_path]
+
+    def campaign_builds(self, name: str) -> list[str]:
+        """Every build, fetch and tool the campaign's runs need: all of them
+        are made before its first measured run, so that runs of different
+        builds interleave instead of running in blocks, one per build."""
+        return sorted({path for needs in self.run_needs[name].values() for path in needs})
+
+    def run_runtime(self) -> int:
+        """Minutes a run job may take (a cluster's wall-time limit): the longest
+        timeout_s of this invocation's campaigns plus 5 minutes for Snakemake's
+        start-up in the job and the hooks; 30 minutes when a campaign has no
+        timeout. One constant for every run job: a per-job function costs
+        seconds of planning at 10,000 runs."""
+        timeouts = [c.timeout_s for c in self.campaigns.values()]
+        if any(t is None for t in timeouts):
+            return 30
+        return math.ceil(max(timeouts) / 60) + 5  # type: ignore[type-var, operator]
+
+    def controls(self, name: str) -> list[str]:
+        """The control campaigns of a campaign, in their order."""
+        return [n for n, c in self.campaigns.items() if c.control_of and c.control_of[0] == name]
+
+    def run_order(self, name: str, record_path: str, run: int) -> int:
+        """Position of a run in the invocation's execution order (lower first).
+
+        Control campaigns interleave with the campaign they control: slot k
+        of the campaign is followed by slot k of each control."""
+        c = self.campaigns[name]
+        main = c.control_of[0] if c.control_of else name
+        group = [main, *self.controls(main)]
+        return self._base_order(main, record_path, run) * len(group) + group.index(name)
+
+    def _base_order(self, name: str, record_path: str, run: int) -> int:
+        if name not in self._orders:
+            c = self.campaigns[name]
+            slots = [(r.path, i) for r in c.records for i in range(1, c.max_runs + 1)]
+            order = c.data["order"]
+            if order == "interleaved":
+                slots.sort(key=lambda s: s[1])  # stable: record order within a round
+            elif order == "random":
+                random.Random(c.data["seed"]).shuffle(slots)
+            offset = sorted(self.campaigns).index(name) * 10**9
+            self._orders[name] = {slot: offset + k for k, slot in enumerate(slots)}
+        return self._orders[name][(record_path, run)]
+
+    def run_spec(self, name: str, record_path: str) -> str:
+        """Everything that defines a run's execution; a change here re-runs it (params trigger)."""
+        key = (name, record_path)
+        spec = self._specs.get(key)
+        if spec is None:
+            c = self.campaigns[name]
+            record = c.by_path[record_path]
+            data: dict[str, object] = {"record": record.values, "benchmark": c.fingerprint(), "duration_s": c.duration_s}
+            if c.platform.fingerprint():
+                data["platform"] = c.platform.fingerprint()
+            spec = self._specs[key] = json.dumps(data, sort_keys=True, default=str)
+        return spec
+
+    # ---- fetch and build ---------------------------------------------------------
+    def source_spec(self, key: str) -> str:
+        return json.dumps(self.sources[key], sort_keys=True)
+
+    def build_inputs(self, bench_key: str, key: str) -> list[str]:
+        bench = self.builds[(bench_key, key)].bench
+        inputs = [layout.source_dir(source_key(bench.source))] if bench.source is not None else []
+        return inputs + [layout.shipped(p) for p in bench.source_files()]
+
+    def build_spec(self, bench_key: str, key: str) -> str:
+        return self.builds[(bench_key, key)].spec()
+
+    # ---- summaries -------------------------------------------------------------------
+    def control_results(self, name: str) -> list[str]:
+        return [layout.results_json(n) for n in self.controls(name)]
+
+    def control_variants(self, name: str) -> list[str]:
+        return [self.campaigns[n].control_of[1] for n in self.controls(name)]  # type: ignore[index]
+
+    def campaign_info(self, name: str) -> str:
+        return json.dumps(campaign_info(self.campaigns[name]), sort_keys=True)
+
+    def plot_spec(self, name: str, plot: str) -> str:
+        for p in self.campaigns[name].plots:
+            if p["name"] == plot:
+                return json.dumps(p, sort_keys=True)
+        raise KeyError(plot)
+
+
+def campaign_files(config: dict) -> list[str]:
+    error = schema_error(config, "config.schema.yaml", "config")
+    if error:
+        raise error
+    if config.get("campaign"):
+        return [str(config["campaign"])]
+    files = list(config.get("campaigns") or [])
+    if not files:
+        raise CampaignError("config", "campaigns", "no campaign listed (or pass --config campaign=PATH)")
+    return files
+
+
+def index_from_config(config: dict) -> CampaignIndex:
+    campaigns = load_campaigns(campaign_files(config))
+    return CampaignIndex({c.name: c for c in campaigns}, config.get("flamegraph_dir"))
+
+
+def campaign_info(c: Campaign) -> dict[str, object]:
+    """What aggregation, analysis and plots need to know about a campaign."""
+    from perfsnake.escape import value_text
+
+    return {
+        "name": c.name,
+        "file": str(c.file),
+        "sha256": c.sha256,
+        "benchmark": c.benchmark.name,
+        "platform": c.platform.kind,
+        "variables": c.variables,
+        "metrics": c.metric_names(),
+        "pretty": c.pretty,
+        "nb_runs": c.nb_runs,
+        "records": len(c.records),
+        "statistics": c.data["statistics"],
+        "values": {v: list(dict.fromkeys(value_text(r.values[v]) for r in c.records)) for v in c.variables},
+    }
