@@ -11,6 +11,8 @@ $(STAMP): requirements.txt pyproject.toml scripts/setup/apt.sh Makefile
 	bash scripts/setup/apt.sh
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	# The package itself (editable: the workflow and its C sources stay in this checkout), for the `perfsnake` command.
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	# Our Snakemake scheduler plugin, importable from the repository.
 	echo "$(CURDIR)/plugins" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/perfsnake-plugins.pth"
 	touch $(STAMP)

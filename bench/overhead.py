@@ -143,7 +143,7 @@ def dag_cost(workdir: Path, records: int) -> dict:
 BARE_SNAKEFILE = """\
 rule all:
     input:
-        expand("out/{i}.txt", i=range(int(config["n"]))),
+        expand("out/{i}.txt", i=range(int(config["njobs"]))),
 
 
 rule one:
@@ -171,7 +171,7 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
 def bare_dag(workdir: Path, jobs: int) -> dict:
     # The target first: `--quiet all` would read "all" as a quietness level.
     snakefile = bare_workflow(workdir / f"bare_dag_{jobs}")
-    cmd = [SNAKEMAKE, "-n", "all", "--quiet", "-s", str(snakefile), "--directory", str(snakefile.parent), "--config", f"n={jobs}"]
+    cmd = [SNAKEMAKE, "-n", "all", "--quiet", "-s", str(snakefile), "--directory", str(snakefile.parent), "--config", f"njobs={jobs}"]
     elapsed, rss = timed(cmd, snakefile.parent)
     return {"jobs": jobs, "dry_run_s": elapsed, "peak_rss_mb": rss}
 
@@ -180,7 +180,7 @@ def bare_jobs(workdir: Path, jobs: int) -> float:
     """Wall seconds of running `jobs` trivial shell jobs, one core, greedy scheduler."""
     snakefile = bare_workflow(workdir / f"bare_run_{jobs}")
     cmd = [SNAKEMAKE, "all", "--cores", "1", "--scheduler", "greedy", "--quiet", "-s", str(snakefile),
-           "--directory", str(snakefile.parent), "--config", f"n={jobs}"]  # fmt: skip
+           "--directory", str(snakefile.parent), "--config", f"njobs={jobs}"]  # fmt: skip
     start = time.monotonic()
     subprocess.run(cmd, cwd=snakefile.parent, capture_output=True, text=True, check=True)
     return time.monotonic() - start

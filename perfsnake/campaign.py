@@ -433,22 +433,25 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
 
 
 def control_campaigns(c: Campaign) -> list[Campaign]:
-    """The observer-effect controls of a campaign: without any instrument and,
-    with `per_instrument`, with each instrument alone. Same records and runs,
-    results under results/<name>__<variant>/."""
+    """The observer-effect controls of a campaign: the same records and runs
+    without the observing instruments (perf, strace, time, ...) and, with
+    `per_instrument`, with each observer alone; results under
+    results/<name>__<variant>/. Treatments (libraries, pinning, placement,
+    governor, env, daemons) are the experiment, so every control keeps them."""
     mode = c.data.get("control", False)
     if not mode:
         return []
-    if not c.instruments.all():
-        raise CampaignError(c.origin, "control", "there is no wrapper, library or hook to control for")
-    variants = [("control", Instruments())]
+    observers = c.instruments.observers()
+    treatments = [i for i in c.instruments.all() if not i.observer]
+    if not observers:
+        kinds = ", ".join(i.kind for i in treatments) or "none"
+        raise CampaignError(c.origin, "control", f"no observing instrument to control for (the instruments here are part of the experiment: {kinds})")
+    variants = [("control", c.instruments.keeping(treatments))]
     if mode == "per_instrument":
-        kinds = [i.kind for i in c.instruments.all()]
-        for section, items in (("wrappers", c.instruments.wrappers), ("libs", c.instruments.libs), ("pre", c.instruments.pre), ("post", c.instruments.post)):
-            for i, inst in enumerate(items):
-                alone = Instruments(**{section: [inst]})  # type: ignore[arg-type]
-                label = inst.kind if kinds.count(inst.kind) == 1 else f"{inst.kind}{i}"
-                variants.append((f"only-{label}", alone))
+        kinds = [i.kind for i in observers]
+        for i, inst in enumerate(observers):
+            label = inst.kind if kinds.count(inst.kind) == 1 else f"{inst.kind}{i}"
+            variants.append((f"only-{label}", c.instruments.keeping([*treatments, inst])))
     out = []
     for variant, instruments in variants:
         derived = dataclasses.replace(

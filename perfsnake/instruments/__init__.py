@@ -53,6 +53,14 @@ class Instruments:
     def all(self) -> list[Instrument]:
         return [*self.wrappers, *self.libs, *self.pre, *self.post]
 
+    def observers(self) -> list[Instrument]:
+        return [i for i in self.all() if i.observer]
+
+    def keeping(self, keep: list[Instrument]) -> Instruments:
+        """The same composition with only the instruments in `keep` (order kept)."""
+        ids = {id(i) for i in keep}
+        return Instruments(*([i for i in items if id(i) in ids] for items in (self.wrappers, self.libs, self.pre, self.post)))  # type: ignore[arg-type]
+
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         for instrument in self.all():
             instrument.check(records, variables)

@@ -39,6 +39,10 @@ class Instrument:
     options: dict[str, object] = {}
     #: record variables this instrument reads (documentation and checks)
     variables: tuple[str, ...] = ()
+    #: True: it only watches the run (perf, strace, time, ...), so control runs
+    #: drop it to measure its overhead; False: it is part of the experiment
+    #: (an allocator, a lock, pinning, a governor), kept in control runs.
+    observer: bool = False
 
     def __init__(self, spec: Mapping[str, object], origin: str, key: str) -> None:
         self.origin = origin

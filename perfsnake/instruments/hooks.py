@@ -157,6 +157,7 @@ class Monitor(Daemon):
     """
 
     kind = "monitor"
+    observer = True
     options = {"interval_ms": 100, "under_test": ["cpu"]}
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:

@@ -97,6 +97,7 @@ class PerfStat(Wrapper):
     """perf stat -x ';' with the campaign's events (software events by default)."""
 
     kind = "perf_stat"
+    observer = True
     options: dict[str, object] = {"events": list(DEFAULT_EVENTS)}
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
@@ -137,6 +138,7 @@ class PerfRecord(Wrapper):
     """
 
     kind = "perf_record"
+    observer = True
     options: dict[str, object] = {"frequency": 999, "call_graph": "fp"}
     MODES = ("fp", "dwarf", "lbr", "none")
 

@@ -140,6 +140,7 @@ class Time(Wrapper):
     """GNU time -v: maximum RSS, context switches, CPU times."""
 
     kind = "time"
+    observer = True
     OUT = "time.txt"
     FIELDS = {
         "Maximum resident set size (kbytes)": "max_rss_kb",
@@ -196,6 +197,7 @@ class Strace(Wrapper):
     """strace -c -f: the system-call summary becomes metrics."""
 
     kind = "strace"
+    observer = True
     OUT = "strace.txt"
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
@@ -217,6 +219,7 @@ class Ltrace(Wrapper):
     """ltrace -c -f: library-call counts."""
 
     kind = "ltrace"
+    observer = True
     OUT = "ltrace.txt"
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
@@ -246,6 +249,7 @@ class Valgrind(Wrapper):
     """valgrind --tool=callgrind: the instruction count (Ir), stable under noise."""
 
     kind = "valgrind"
+    observer = True
     OUT = "callgrind.out"
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
