@@ -188,7 +188,8 @@ def bare_jobs(workdir: Path, jobs: int) -> float:
 
 def one_run_end_to_end(workdir: Path) -> dict:
     """A 1-run perfsnake campaign against a bare 1-job workflow, end to end."""
-    camp = write(workdir, {"name": "one", "benchmark": {"type": "command", "command": "true"}, "nb_runs": 1})
+    workdir.mkdir(parents=True, exist_ok=True)
+    camp = write(workdir, {"name": "one", "benchmark": {"type": "command", "command": "true {x}"}, "variables": {"x": [1]}, "nb_runs": 1})
     snakemake(workdir, camp, "--cores", "1", "resources/bin/psrun")
     shutil.rmtree(workdir / "results" / "one", ignore_errors=True)
     start = time.monotonic()
@@ -262,11 +263,13 @@ def baselines(work: Path, quick: bool) -> dict:
     dags = [(dag_cost(work, n), bare_dag(work, n)) for _ in range(2)]
     ours = min(d[0]["dry_run_s"] for d in dags)
     bare = min(d[1]["dry_run_s"] for d in dags)
+    print("dry runs", dags, flush=True)
     out["dag"] = {"jobs": n, "perfsnake_s": ours, "bare_s": bare, "ratio": ours / bare,
                   "perfsnake_rss_mb": max(d[0]["peak_rss_mb"] for d in dags), "bare_rss_mb": max(d[1]["peak_rss_mb"] for d in dags)}  # fmt: skip
     ours_rows = [orchestration(work, 1, small), orchestration(work, 1, large)]
     ours_marginal = (ours_rows[1]["overhead_s"] - ours_rows[0]["overhead_s"]) / (large - small) * 1000
     bare_marginal = (bare_jobs(work, large) - bare_jobs(work, small)) / (large - small) * 1000
+    print("orchestration", ours_rows, flush=True)
     out["marginal"] = {"perfsnake_ms": ours_marginal, "bare_greedy_ms": bare_marginal, "ratio": ours_marginal / bare_marginal}
     out["one_run"] = one_run_end_to_end(work / "one_run")
     out["targets"] = {"dag_ratio<=1.3": out["dag"]["ratio"] <= 1.3, "dag_rss<=400MB": out["dag"]["perfsnake_rss_mb"] <= 400,

@@ -478,7 +478,7 @@ def build(config: dict, overrides: list[str], output: str | None, allow_failed: 
         results.append(f"results/{c.name}")
     csv = Path("results") / main.name / f"{main.name}.csv"
     meta_lines = csv_metadata(csv)
-    from perfsnake.stages.aggregate import read_metadata
+    from perfsnake.results import read_metadata
 
     run_meta = read_metadata(csv)
     host = host_metadata()
@@ -534,8 +534,10 @@ def compare_summaries(packed: Path, new: Path) -> list[dict[str, object]]:
     """Per record and metric: packed and new n and mean, relative difference, new mean in the packed CI."""
     import pandas as pd
 
-    old_frame = pd.read_csv(packed, comment="#", dtype=str)
-    new_frame = pd.read_csv(new, comment="#", dtype=str)
+    from perfsnake.results import read_results
+
+    old_frame = read_results(packed, dtype=str)
+    new_frame = read_results(new, dtype=str)
     keys = list(old_frame.columns[: list(old_frame.columns).index("metric") + 1])
     merged = old_frame.merge(new_frame, on=keys, how="outer", suffixes=("_packed", "_new"), indicator=True)
     rows = []

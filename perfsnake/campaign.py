@@ -242,7 +242,7 @@ class Campaign:
 
     def fingerprint(self) -> str:
         """What a run executes beyond its record: benchmark and instruments."""
-        return f"{self.benchmark.fingerprint()}-{self.instruments.fingerprint()}"
+        return f"{self.benchmark.run_fingerprint()}-{self.instruments.fingerprint()}"
 
 
 def _expand_values(raw: dict, benchmark: Benchmark, origin: str) -> dict[str, list]:

@@ -188,6 +188,13 @@ class CampaignIndex:
             spec = self._specs[key] = json.dumps(data, sort_keys=True, default=str)
         return spec
 
+    def collect_spec(self, name: str) -> str:
+        """What parsing depends on (metric regexes, readings, instruments, warm-up
+        handling): a change re-runs collect and the analysis, never a run."""
+        c = self.campaigns[name]
+        data = {"benchmark": c.benchmark.fingerprint(), "instruments": c.instruments.fingerprint(), "warmup": c.data["statistics"]["warmup"]}
+        return json.dumps(data, sort_keys=True)
+
     # ---- fetch and build ---------------------------------------------------------
     def source_spec(self, key: str) -> str:
         return json.dumps(self.sources[key], sort_keys=True)

@@ -16,6 +16,8 @@ rule collect:
         "results/{campaign}/logs/collect.log",
     # Short and reads the whole campaign: on a cluster it runs on the submit host.
     localrule: True
+    params:
+        spec=collect_params,
     run:
         do_collect(wildcards, input, output, log)
 

@@ -16,6 +16,7 @@ from perfsnake import layout, planning
 from perfsnake.errors import CampaignError
 from perfsnake.stages import profile as profile_stage
 from perfsnake.stages import run as run_stage
+from perfsnake.stages import summary as summary_stage
 
 # The collect and precision stages import numpy, scipy and ruptures (seconds
 # of start-up); they are imported when one of their jobs or input functions
@@ -64,6 +65,10 @@ def run_inputs(wildcards):
         *INDEX.run_inputs(wildcards.campaign, wildcards.record),
         ancient(layout.builds_ready(wildcards.campaign)),
     ]
+
+
+def collect_params(wildcards):
+    return INDEX.collect_spec(wildcards.campaign)
 
 
 def campaign_builds(wildcards):

@@ -31,8 +31,8 @@ def test_csv_with_metadata_round_trips(tmp_path):
     csv, js, cmds = tmp_path / "c.csv", tmp_path / "c.json", tmp_path / "commands.sh"
     aggregate(results, info, csv, js, cmds)
     lines = csv.read_text().splitlines()
-    assert lines[0].startswith("# campaign: c")
-    assert lines[-1].startswith("# runs_timeout: 1")
+    assert lines[0].startswith("# metadata_lines: ") and lines[1].startswith("# campaign: c")
+    assert not any(line.startswith("#") for line in lines[int(lines[0].split()[-1]) :])  # nothing below the header
     meta = read_metadata(csv)
     for key in ("utc_time", "hostname", "uname", "os_release", "cpu_model", "online_cpus", "smt", "numa_nodes", "memory",
                 "cpufreq_governor", "perf_event_paranoid", "kernel_cmdline", "compiler", "python", "snakemake", "pandas",
@@ -54,3 +54,21 @@ def test_footer_names_the_hosts_that_measured():
     runs = [{**result(1, {"a": 1}, x=1), "host": "node2"}, {**result(2, {"a": 1}, x=1), "host": "node1"}, result(3, {"a": 1}, x=1)]
     assert footer(runs)["run_hosts"] == "node1,node2"
     assert "run_hosts" not in footer([result(1, {"a": 1}, x=1)])
+
+
+HOSTILE = ["C#", "a,b", 'say "hi"', "two\nlines", "  leading spaces", "trailing ", "ünïcødé ☃", "# not a comment", "NA", "null", "=1+1", "x;y|z&"]
+
+
+def test_hostile_values_read_back_exactly(tmp_path):
+    results = tmp_path / "results.json"
+    runs = [result(1, {"v": i, "label": text}, start=i, x=text) for i, text in enumerate(HOSTILE)]
+    results.write_text(json.dumps(runs))
+    info = {"name": "c", "file": "c.yaml", "sha256": "ab" * 32, "benchmark": "command", "variables": ["x"], "metrics": ["v", "label"]}
+    csv = tmp_path / "c.csv"
+    aggregate(results, info, csv, tmp_path / "c.json", tmp_path / "commands.sh")
+    frame = read_csv(csv)
+    assert list(frame["x"]) == HOSTILE and list(frame["label"]) == HOSTILE and list(frame["v"]) == list(range(len(HOSTILE)))
+    # The same with pandas alone, as documented: skip the counted metadata lines.
+    skip = int(csv.read_text().split("\n", 1)[0].split()[-1])
+    plain = pd.read_csv(csv, skiprows=skip, keep_default_na=False, na_values=[""])
+    assert list(plain["x"]) == HOSTILE

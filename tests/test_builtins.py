@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from helpers import jobs_run, snakemake, write_campaign
-from perfsnake.stages.aggregate import read_csv, read_metadata
+from perfsnake.results import read_csv, read_metadata
 from perfsnake.machine.sysinfo import online_cpus
 
 pytestmark = pytest.mark.e2e

@@ -16,7 +16,7 @@ SMOKE = ROOT / ".test" / "config" / "campaigns" / "smoke.yaml"
 
 
 def _sm(workdir: Path, *args: str, snakefile: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    cmd = [SNAKEMAKE, "--directory", str(workdir), *args]
+    cmd = [SNAKEMAKE, "--directory", str(workdir), "--quiet", "host", *args]
     if snakefile is not None:
         cmd[1:1] = ["-s", str(snakefile)]
     proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=600, env=env_without_snakemake(), check=False)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from helpers import snakemake, write_campaign
-from perfsnake.stages.aggregate import read_csv
+from perfsnake.results import read_csv
 from perfsnake.campaign import load_campaign
 from perfsnake.errors import CampaignError
 from perfsnake.instruments.base import Context

@@ -103,7 +103,7 @@ def test_bad_arguments(bins):
 @pytest.mark.e2e
 def test_lmbench_in_the_catalog(tmp_path):
     from helpers import snakemake, write_campaign
-    from perfsnake.stages.aggregate import read_csv
+    from perfsnake.results import read_csv
 
     camp = write_campaign(tmp_path, {
         "name": "lm", "benchmark": "lmbench",

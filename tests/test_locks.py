@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, jobs_run, snakemake, write_campaign
-from perfsnake.stages.aggregate import read_csv
+from perfsnake.results import read_csv
 from perfsnake.instruments.locks import ALGORITHMS, LOCK_SOURCE
 
 TORTURE = ROOT / "src" / "locks" / "torture.c"

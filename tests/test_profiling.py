@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helpers import jobs_run, mtimes, snakemake, write_campaign
-from perfsnake.stages.aggregate import read_csv, read_metadata
+from perfsnake.results import read_csv, read_metadata
 from perfsnake.instruments.profiling import parse_perf_stat, resolve_event
 
 EVENTS = "task-clock,context-switches,page-faults,instructions,cycles"

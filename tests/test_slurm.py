@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, SNAKEMAKE, jobs_run, snakemake, statuses, write_campaign
-from perfsnake.stages.aggregate import read_csv
+from perfsnake.results import read_csv
 from perfsnake.machine.sysinfo import online_cpus
 from slurm_cluster import SLURM_CONF, ClusterUnavailable, SlurmCluster, missing_binaries
 

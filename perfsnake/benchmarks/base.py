@@ -35,6 +35,10 @@ class RunContext:
     src_dir: Path | None = None
 
 
+#: Benchmark keys read only when a run's output is parsed (collect).
+COLLECT_ONLY = frozenset({"metrics", "readings", "units", "derived", "metrics_from", "series", "description"})
+
+
 def source_key(source: Mapping[str, str]) -> str:
     """Cache directory name of a fetched source: readable and unique."""
     if "debian" in source:
@@ -80,6 +84,14 @@ class Benchmark:
     def fingerprint(self) -> str:
         """Changes whenever what a build or run does changes."""
         blob = json.dumps({"name": self.name, "spec": self.spec}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def run_fingerprint(self) -> str:
+        """What a run executes, without the keys that only parse its output
+        (metric regexes, readings, units): editing those re-runs collect and
+        the analysis, never a measurement."""
+        spec = {k: v for k, v in self.spec.items() if k not in COLLECT_ONLY}
+        blob = json.dumps({"name": self.name, "spec": spec}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def build_spec(self) -> dict[str, object]:

@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.escape": 0,
     "perfsnake.template": 1,
     "perfsnake.layout": 1,
+    "perfsnake.results": 1,
     "perfsnake.machine": 1,
     "perfsnake.stats": 1,
     "perfsnake.precision": 2,

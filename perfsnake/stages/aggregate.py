@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from perfsnake.machine.metadata import host_metadata
+from perfsnake.results import read_csv, read_metadata, write_csv
 from perfsnake.platforms import PLATFORM_FILE
 
 BASE_COLUMNS = ("campaign", "benchmark")
@@ -62,40 +63,6 @@ def footer(results: list[dict]) -> dict[str, object]:
     if hosts:
         foot["run_hosts"] = ",".join(hosts)
     return foot
-
-
-def _comment_lines(items: Mapping[str, object]) -> str:
-    out = []
-    for key, value in items.items():
-        text = "" if value is None else " ".join(str(value).split())
-        out.append(f"# {key}: {text}\n")
-    return "".join(out)
-
-
-def write_csv(path: Path, rows: list[dict], columns: list[str], head: Mapping[str, object], foot: Mapping[str, object]) -> None:
-    frame = pd.DataFrame(rows, columns=columns)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="") as out:
-        out.write(_comment_lines(head))
-        frame.to_csv(out, index=False)
-        out.write(_comment_lines(foot))
-    tmp.replace(path)
-
-
-def read_csv(path: str | Path) -> pd.DataFrame:
-    """Read an aggregated CSV back, skipping the # metadata lines."""
-    return pd.read_csv(path, comment="#")
-
-
-def read_metadata(path: str | Path) -> dict[str, str]:
-    meta = {}
-    for line in Path(path).read_text().splitlines():
-        if line.startswith("# ") and ": " in line:
-            key, value = line[2:].split(": ", 1)
-            meta[key] = value
-        elif line.startswith("# ") and line.endswith(":"):
-            meta[line[2:-1]] = ""
-    return meta
 
 
 def write_commands(path: Path, results: list[dict]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -120,9 +121,22 @@ def collect_run(
         result["parse_errors"] = parse_errors
     if "reason" in status:
         result["reason"] = status["reason"]
+    unparsed = [name for name, value in own_metrics.items() if value is None]
+    if state == "ok" and unparsed:
+        result["unparsed"] = unparsed
     if state != "ok":
         result["stderr_tail"] = stderr[-STDERR_TAIL:]
     return result
+
+
+def unparsed_line(campaign: str, label: str, result: Mapping[str, object]) -> str | None:
+    """One loud line for a run whose output a metric regex did not match."""
+    if result.get("unparsed"):
+        names = ", ".join(result["unparsed"])  # type: ignore[arg-type]
+        return f"[perfsnake] {campaign}: run {label} UNPARSED: no match for {names} (the cell stays empty; fix the regex and re-run: only collect re-runs)"
+    if result.get("reason") == "no metric found in the output":
+        return f"[perfsnake] {campaign}: run {label} FAILED: exit code 0 but no metric found in the output"
+    return None
 
 
 def write_samples(run_dir: Path, values: list[float]) -> None:
@@ -163,6 +177,9 @@ def collect_campaign(
         write_result(layout.here(layout.run_dir(name, path, i), workdir), result)
         results.append(result)
         lines.append(f"{path}/run-{i}: {result['status']} {json.dumps(result['metrics'], default=str)}\n")
+        loud = unparsed_line(name, f"{path}/run-{i}", result)
+        if loud:
+            print(loud, file=sys.stderr, flush=True)
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
     Path(log_file).write_text("".join(lines))
     tmp = Path(results_file + ".tmp")

@@ -200,6 +200,40 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
 
     execute(launch, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
             hooks=(c.instruments.pre, c.instruments.post, ctx))  # fmt: skip
+    line = failure_line(name, f"{record_path}/run-{run}", rdir)
+    if line:
+        print(line, file=sys.stderr, flush=True)
+
+
+def first_line(path: Path) -> str:
+    """The first non-empty line of a file (the usual place of an error message)."""
+    try:
+        with path.open(errors="replace") as f:
+            for line in f:
+                if line.strip():
+                    return line.strip()[:200]
+    except FileNotFoundError:
+        pass
+    return ""
+
+
+def failure_line(campaign: str, label: str, rdir: Path) -> str | None:
+    """One loud line for a run that failed or timed out (None when it went well)."""
+    try:
+        status = json.loads((rdir / STATUS_FILE).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    state = status.get("status")
+    if state == "ok":
+        return None
+    if state == "timeout":
+        how = f"timed out after {status.get('wall_s', 0):.1f} s"
+    elif status.get("signal"):
+        how = f"killed by signal {status['signal']}"
+    else:
+        how = f"exit code {status.get('exit_code')}"
+    err = first_line(rdir / "stderr.txt")
+    return f"[perfsnake] {campaign}: run {label} {state.upper()}: {how}" + (f": {err}" if err else "")
 
 
 def cache_signature(func) -> None:  # type: ignore[no-untyped-def]

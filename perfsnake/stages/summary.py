@@ -1,0 +1,106 @@
+"""The end of an invocation (Snakemake's onsuccess/onerror): per campaign, how
+its runs went, where its files are, its top significant differences; and, in
+strict mode, a non-zero exit when any run failed or did not parse."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from perfsnake import layout
+
+if TYPE_CHECKING:
+    from perfsnake.planning import CampaignIndex
+
+STRICT_ENV = "PERFSNAKE_STRICT"
+
+
+@dataclass
+class Outcome:
+    campaign: str
+    counts: dict[str, int] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+    top: list[str] = field(default_factory=list)
+
+    @property
+    def bad(self) -> int:
+        return sum(n for state, n in self.counts.items() if state != "ok")
+
+
+def strict_mode(config: dict) -> bool:
+    return str(config.get("strict")).lower() in ("true", "yes", "1") or os.environ.get(STRICT_ENV, "") not in ("", "0", "false", "no")
+
+
+def _counts(campaign: str) -> dict[str, int]:
+    path = Path(layout.results_json(campaign))
+    counts = {"ok": 0, "failed": 0, "timeout": 0, "unparsed": 0}
+    if not path.exists():
+        return counts
+    for result in json.loads(path.read_text()):
+        state = result.get("status", "failed")
+        if state == "ok" and result.get("unparsed"):
+            state = "unparsed"
+        counts[state] = counts.get(state, 0) + 1
+    return counts
+
+
+def _top_differences(campaign: str, n: int = 3) -> list[str]:
+    path = Path(layout.comparisons(campaign))
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("significant") in ("True", "true", "1")]
+
+    def size(row: dict[str, str]) -> float:
+        try:
+            return abs(float(row.get("relative_difference") or 0))
+        except ValueError:
+            return 0.0
+
+    out = []
+    for row in sorted(rows, key=size, reverse=True)[:n]:
+        rel = float(row.get("relative_difference") or 0)
+        where = f" ({row['fixed']})" if row.get("fixed") else ""
+        out.append(f"{row.get('metric')}: {row.get('variable')} {row.get('a')} -> {row.get('b')}{where}: {rel:+.1%}, p = {float(row.get('p_value') or 'nan'):.2g}")
+    return out
+
+
+def outcomes(index: CampaignIndex) -> list[Outcome]:
+    out = []
+    for name, c in index.campaigns.items():
+        if c.control_of:
+            continue
+        files = [p for p in (layout.csv(name), layout.summary(name), layout.significant(name)) if Path(p).exists()]
+        files += [p for plot in c.plots for p in [layout.plot(name, plot["name"], "png")] if Path(p).exists()]
+        out.append(Outcome(name, _counts(name), files, _top_differences(name)))
+    return out
+
+
+def report(index: CampaignIndex, config: dict, succeeded: bool) -> int:
+    """Print the summary; the exit status strict mode asks for (0 otherwise)."""
+    lines = ["", "[perfsnake] summary" + ("" if succeeded else " (the workflow stopped on an error; resume with `make resume`)")]
+    found = outcomes(index)
+    for o in found:
+        counts = ", ".join(f"{n} {state}" for state, n in o.counts.items() if n or state == "ok")
+        lines.append(f"  {o.campaign}: {counts}")
+        if o.files:
+            lines.append(f"    files: {' '.join(o.files)}; report: snakemake --report report.html")
+        for diff in o.top:
+            lines.append(f"    significant: {diff}")
+    bad = sum(o.bad for o in found)
+    strict = strict_mode(config)
+    if bad:
+        lines.append(f"  {bad} run(s) failed, timed out or did not parse: `perfsnake failed` lists them, `make rerun-failed` re-runs them"
+                     + (" (strict mode: exit status 1)" if strict else ""))  # fmt: skip
+    print("\n".join(lines), flush=True)
+    return 1 if strict and bad else 0
+
+
+def finish(index: CampaignIndex, config: dict, succeeded: bool) -> None:
+    """Snakemake's onsuccess/onerror handler: the summary, then strict mode's exit."""
+    if report(index, config, succeeded):
+        raise SystemExit(1)

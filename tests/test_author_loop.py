@@ -1,0 +1,64 @@
+"""The campaign author's loop, end to end: failures are loud, strict mode
+fails CI, a regex edit re-parses without re-measuring, hostile values survive
+the CSV."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import jobs_run, snakemake, statuses, write_campaign
+
+from perfsnake.results import read_results
+
+pytestmark = pytest.mark.e2e
+
+
+def _campaign(metrics: dict[str, str], values=(1, 2, 3, 4)) -> dict:
+    return {
+        "name": "loop",
+        "benchmark": {
+            "type": "command",
+            "command": "if [ {x} -ge 3 ]; then echo 'boom: bad input {x}' >&2; exit 3; fi; echo value={x} other=7",
+            "metrics": metrics,
+        },
+        "variables": {"x": list(values)},
+        "nb_runs": 1,
+    }
+
+
+def test_failures_and_unparsed_runs_are_loud_and_strict_mode_fails(tmp_path):
+    camp = write_campaign(tmp_path, _campaign({"value": r"value=(\d+)", "typo": r"othr=(\d+)"}))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")  # exit 0 without strict mode
+    err = proc.stdout + proc.stderr
+    assert "run x-3/run-1 FAILED: exit code 3: boom: bad input 3" in err
+    assert "run x-4/run-1 FAILED: exit code 3: boom: bad input 4" in err
+    assert "run x-1/run-1 UNPARSED: no match for typo" in err and "run x-2/run-1 UNPARSED" in err
+    assert "loop: 0 ok, 2 failed, 2 unparsed" in err
+    assert "results/loop/loop.csv" in err
+    # Strict mode (CI): the same campaign run afresh makes the invocation fail.
+    fresh = tmp_path / "ci"
+    fresh.mkdir()
+    camp = write_campaign(fresh, _campaign({"value": r"value=(\d+)", "typo": r"othr=(\d+)"}))
+    proc = snakemake(fresh, None, "--cores", "1", "all", "--config", "strict=true", f"campaign={camp}", check=False)
+    assert proc.returncode == 1 and "strict mode: exit status 1" in proc.stdout + proc.stderr
+
+
+def test_editing_a_regex_reparses_without_measuring(tmp_path):
+    camp = write_campaign(tmp_path, _campaign({"value": r"value=(\d+)", "other": r"othr=(\d+)"}, values=(1, 2)))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    before = {k: v["start"] for k, v in statuses(tmp_path, "loop").items()}
+    assert read_results(tmp_path / "results/loop/loop.csv")["other"].isna().all()
+    write_campaign(tmp_path, _campaign({"value": r"value=(\d+)", "other": r"other=(\d+)"}, values=(1, 2)))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert jobs_run(proc, "run") == 0 and jobs_run(proc, "collect") == 1
+    assert {k: v["start"] for k, v in statuses(tmp_path, "loop").items()} == before
+    assert list(read_results(tmp_path / "results/loop/loop.csv")["other"]) == [7, 7]
+
+
+def test_a_hash_in_a_value_survives_the_csv(tmp_path):
+    camp = write_campaign(tmp_path, {
+        "name": "lang", "benchmark": {"type": "command", "command": "echo value=1", "metrics": {"value": r"value=(\d+)"}},
+        "variables": {"lang": ["C#", "F# ,x", "plain"]}, "nb_runs": 1,
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_results(tmp_path / "results/lang/lang.csv")
+    assert sorted(frame["lang"]) == ["C#", "F# ,x", "plain"] and list(frame["value"]) == [1, 1, 1]
