@@ -6,7 +6,9 @@ reported as one CampaignError line naming the file, the key and the problem.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import difflib
 import hashlib
 import itertools
 import re
@@ -18,7 +20,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from perfsnake import ROOT
+from perfsnake import ROOT, expressions
 from perfsnake.benchmarks import BUILTINS, make_benchmark
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.errors import CampaignError
@@ -219,6 +221,8 @@ class Campaign:
     control_of: tuple[str, str] | None = None
     by_path: dict[str, Record] = field(default_factory=dict)
     platform: Platform = field(default_factory=Local)
+    #: derived metric -> its parsed expression, in declaration order
+    derived: dict[str, ast.Expression] = field(default_factory=dict)
 
     def build_params(self, record: Record) -> dict[str, object]:
         params = dict(self.benchmark.build_defaults)
@@ -233,7 +237,7 @@ class Campaign:
         return {r.build_key: self.build_params(r) for r in self.records}
 
     def metric_names(self) -> list[str]:
-        return [*self.benchmark.metrics, *self.instruments.declared_metrics()]
+        return [*self.benchmark.metrics, *self.instruments.declared_metrics(), *self.derived]
 
     @property
     def max_runs(self) -> int:
@@ -358,6 +362,31 @@ def _compare_pairs(entries: list[dict], recs: list[dict], order: list[str], orig
     return list(dict.fromkeys(pairs))
 
 
+def did_you_mean(name: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(name, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _derived(spec: dict[str, str], variables: list[str], metrics: list[str], origin: str) -> dict[str, ast.Expression]:
+    """Derived metrics, checked before any run: each expression parses and
+    reads only metrics, variables and the derived metrics declared before it."""
+    out: dict[str, ast.Expression] = {}
+    for name, text in spec.items():
+        key = f"derived.{name}"
+        if name in metrics or name in variables:
+            raise CampaignError(origin, key, f"{name!r} is already a {'metric' if name in metrics else 'variable'}")
+        try:
+            tree = expressions.parse(text)
+        except expressions.ExpressionError as exc:
+            raise CampaignError(origin, key, str(exc)) from None
+        known = [*metrics, "wall_s", *variables, *out]
+        for used in sorted(expressions.names(tree)):
+            if used not in known:
+                raise CampaignError(origin, key, f"unknown name {used!r}{did_you_mean(used, known)} (metrics, variables and earlier derived metrics)")
+        out[name] = tree
+    return out
+
+
 def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     """Load and fully check one campaign file."""
     path = Path(path)
@@ -387,7 +416,8 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     instruments.check(recs, order)
     platform = make_platform(data["platform"], order, origin)
     platform.check(instruments, origin)
-    plots = _check_plots(data["plots"], order, [*benchmark.metrics, *instruments.declared_metrics()], origin)
+    derived = _derived(data["derived"], order, [*benchmark.metrics, *instruments.declared_metrics()], origin)
+    plots = _check_plots(data["plots"], order, [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin)
     for var in (data["statistics"].get("baseline") or {}):
         if var not in order:
             raise CampaignError(origin, f"statistics.baseline.{var}", f"not a variable (variables: {', '.join(order)})")
@@ -396,7 +426,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     precision = None
     if "precision" in data:
         precision = dict(data["precision"])  # defaults filled from the schema
-        if precision["metric"] not in [*benchmark.metrics, *instruments.declared_metrics(), "wall_s"]:
+        if precision["metric"] not in [*benchmark.metrics, *instruments.declared_metrics(), *derived, "wall_s"]:
             raise CampaignError(origin, "precision.metric", f"{precision['metric']!r} is not a metric (metrics: {', '.join([*benchmark.metrics, 'wall_s'])})")
         if precision["min_runs"] > precision["max_runs"]:
             raise CampaignError(origin, "precision.min_runs", "is larger than max_runs")
@@ -427,6 +457,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         compare=compare,
         precision=precision,
         platform=platform,
+        derived=derived,
     )
     campaign.by_path = {r.path: r for r in records}
     return campaign

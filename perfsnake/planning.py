@@ -192,7 +192,8 @@ class CampaignIndex:
         """What parsing depends on (metric regexes, readings, instruments, warm-up
         handling): a change re-runs collect and the analysis, never a run."""
         c = self.campaigns[name]
-        data = {"benchmark": c.benchmark.fingerprint(), "instruments": c.instruments.fingerprint(), "warmup": c.data["statistics"]["warmup"]}
+        data = {"benchmark": c.benchmark.fingerprint(), "instruments": c.instruments.fingerprint(),
+                "warmup": c.data["statistics"]["warmup"], "derived": c.data["derived"]}  # fmt: skip
         return json.dumps(data, sort_keys=True)
 
     # ---- fetch and build ---------------------------------------------------------

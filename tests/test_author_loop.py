@@ -62,3 +62,34 @@ def test_a_hash_in_a_value_survives_the_csv(tmp_path):
     snakemake(tmp_path, camp, "--cores", "1", "all")
     frame = read_results(tmp_path / "results/lang/lang.csv")
     assert sorted(frame["lang"]) == ["C#", "F# ,x", "plain"] and list(frame["value"]) == [1, 1, 1]
+
+
+def test_derived_metrics_and_metrics_from_files(tmp_path):
+    command = (
+        "printf '{{\"jobs\": [{{\"read\": {{\"iops\": %d}}}}]}}' $(( {x} * 100 )) > out.json; "
+        "printf 'step,ms\\n1,5\\n2,%d\\n' {x} > t.csv; echo events=$(( {x} * 10 )) secs=2"
+    )
+    camp = write_campaign(tmp_path, {
+        "name": "files",
+        "benchmark": {"type": "command", "command": command,
+                      "metrics": {"events": r"events=(\d+)", "secs": r"secs=(\d+)"},
+                      "metrics_from": [{"file": "out.json", "format": "json", "fields": {"iops": "jobs.0.read.iops"}},
+                                       {"file": "t.csv", "format": "csv", "fields": {"last_ms": "-1.ms"}}]},
+        "variables": {"x": [1, 3]}, "nb_runs": 1,
+        "derived": {"events_per_s": "events / secs", "per_iop": "events_per_s / iops * x"},
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_results(tmp_path / "results/files/files.csv").set_index("x")
+    assert list(frame.loc[3, ["iops", "last_ms", "events_per_s"]]) == [300, 3, 15]
+    assert frame.loc[3, "per_iop"] == pytest.approx(15 / 300 * 3)
+
+
+def test_a_misspelt_name_in_a_derived_metric_is_refused_before_anything_runs(tmp_path):
+    camp = write_campaign(tmp_path, {
+        "name": "bad", "benchmark": {"type": "command", "command": "echo events=1", "metrics": {"events": r"events=(\d+)"}},
+        "variables": {"x": [1]}, "derived": {"rate": "evnts / wall_s"},
+    })  # fmt: skip
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all", check=False)
+    assert proc.returncode != 0 and not (tmp_path / "results").exists()
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("perfsnake: error:")]
+    assert line == [f"perfsnake: error: {camp}: derived.rate: unknown name 'evnts' (did you mean 'events'?) (metrics, variables and earlier derived metrics)"]

@@ -136,6 +136,10 @@ class Benchmark:
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
         raise NotImplementedError
 
+    def file_metrics(self, run_dir: Path) -> tuple[dict[str, object], list[str]]:
+        """Metrics read from files the run wrote (metrics, problems)."""
+        return {}, []
+
     def readings(self, stdout: str) -> tuple[str, list[tuple[float, float]]] | None:
         """(metric name, [(work, seconds)]) unit readings, for Pilot's WPS regression."""
         return None

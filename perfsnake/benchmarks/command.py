@@ -6,8 +6,10 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, search_metric
+from perfsnake.documents import metrics_from
 from perfsnake.template import placeholders, render
 
 RUN_BUILTINS = {"build_dir", "run_dir", "duration_s", "src_dir"}
@@ -31,7 +33,9 @@ class CommandBenchmark(Benchmark):
             if pattern.groups != 1:
                 raise self.fail(f"benchmark.metrics.{name}", f"regex must have exactly one group, has {pattern.groups}")
             self.metric_patterns[name] = pattern
-        self.metrics = tuple(self.metric_patterns)
+        self.file_specs: list[dict] = list(spec.get("metrics_from") or [])  # type: ignore[call-overload]
+        from_files = [name for f in self.file_specs for name in f["fields"] if name not in self.metric_patterns]
+        self.metrics = (*self.metric_patterns, *from_files)
         self.readings_pattern: re.Pattern[str] | None = None
         if spec.get("readings"):
             try:
@@ -105,3 +109,6 @@ class CommandBenchmark(Benchmark):
 
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
         return {name: search_metric(p, stdout, stderr) for name, p in self.metric_patterns.items()}
+
+    def file_metrics(self, run_dir: Path) -> tuple[dict[str, object], list[str]]:
+        return metrics_from(run_dir, self.file_specs)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from perfsnake import layout
+from perfsnake import expressions, layout
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.stats import SteadyState, steady_segment, work_per_second
 from perfsnake.instruments import Instruments
@@ -51,6 +51,9 @@ def collect_run(
     except Exception as exc:  # noqa: BLE001 - an unparsable run is data, not a crash
         metrics = {name: None for name in benchmark.metrics}
         parse_errors.append(f"{benchmark.name}: {exc!r}")
+    from_files, problems = benchmark.file_metrics(run_dir)
+    metrics.update(from_files)
+    parse_errors += problems
     own_metrics = dict(metrics)
     hooks: list[dict] = []
     units: dict[str, str] = {}
@@ -156,8 +159,14 @@ def collect_record_run(c: Campaign, record_path: str, run: int, workdir: Path) -
     collect and the precision checkpoint, so both see the same values)."""
     record = c.by_path[record_path]
     rdir = layout.here(layout.run_dir(c.name, record_path, run), workdir)
-    return collect_run(rdir, c.benchmark, c.run_params(record), record.values, c.name, run, c.instruments,
-                       warmup=str(c.data["statistics"]["warmup"]))  # fmt: skip
+    result = collect_run(rdir, c.benchmark, c.run_params(record), record.values, c.name, run, c.instruments,
+                         warmup=str(c.data["statistics"]["warmup"]))  # fmt: skip
+    if c.derived:
+        metrics: dict[str, object] = result["metrics"]  # type: ignore[assignment]
+        values = {**record.values, "wall_s": result["wall_s"], **metrics}
+        for name, tree in c.derived.items():
+            values[name] = metrics[name] = expressions.evaluate(tree, values)
+    return result
 
 
 def collect_campaign(
