@@ -53,7 +53,10 @@ class CampaignIndex:
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
     #: campaign -> record path -> builds and tools its runs need (instruments included)
     run_needs: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    #: campaign -> the launcher and helper programs its runs need
+    tools: dict[str, list[str]] = field(default_factory=dict)
     _specs: dict[tuple[str, str], str] = field(default_factory=dict)
+    _fingerprints: dict[str, str] = field(default_factory=dict)
     _orders: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -75,15 +78,19 @@ class CampaignIndex:
         if bench.needs_build():
             for key, params in c.build_keys().items():
                 self._add_build(c, bench, key, params, platform)
-        # The launcher (or nothing, when the platform builds it remotely) and our helper programs.
-        tools = [*c.platform.local_inputs(), *(layout.tool(t) for t in c.instruments.tools())]
+        # The launcher (or nothing, when the platform builds it remotely) and
+        # our helper programs: made before the campaign's first run (through
+        # builds_ready), but not inputs of every run job, which would cost a
+        # rule look-up per run when planning (and re-measure everything when
+        # the launcher is recompiled).
+        self.tools[c.name] = [*c.platform.local_inputs(), *(layout.tool(t) for t in c.instruments.tools())]
         needs: dict[str, list[str]] = {}
         for record in c.records:
             params = c.run_params(record)
             # Instruments that need a build of their own (the lock library) say so.
             extra = [self._add_build(c, b, key, p, "") for b, key, p in c.instruments.builds(params)]
             own = [layout.build_dir(bench.key, record.build_key)] if bench.needs_build() else []
-            needs[record.path] = [*own, *extra, *tools]
+            needs[record.path] = [*own, *extra]
         self.run_needs[c.name] = needs
 
     # ---- targets --------------------------------------------------------------
@@ -132,10 +139,18 @@ class CampaignIndex:
         return self.run_needs[name][record_path]
 
     def campaign_builds(self, name: str) -> list[str]:
-        """Every build, fetch and tool the campaign's runs need: all of them
-        are made before its first measured run, so that runs of different
-        builds interleave instead of running in blocks, one per build."""
-        return sorted({path for needs in self.run_needs[name].values() for path in needs})
+        """Every build, fetch and tool the campaign's runs (and its control
+        campaigns' runs) need: all of them are made before its first measured
+        run, so that runs of different builds interleave instead of running in
+        blocks, one per build."""
+        group = [name, *self.controls(name)]
+        return sorted({p for n in group for p in (*self.tools[n], *(q for needs in self.run_needs[n].values() for q in needs))})
+
+    def ready_flag(self, name: str) -> str:
+        """The marker a campaign's runs wait for (a control campaign shares the
+        one of the campaign it controls, as their runs interleave)."""
+        c = self.campaigns[name]
+        return layout.builds_ready(c.control_of[0] if c.control_of else name)
 
     def run_runtime(self) -> int:
         """Minutes a run job may take (a cluster's wall-time limit): the longest
@@ -162,6 +177,13 @@ class CampaignIndex:
         group = [main, *self.controls(main)]
         return self._base_order(main, record_path, run) * len(group) + group.index(name)
 
+    def order_of_output(self, status: str) -> int:
+        """run_order of the run job writing this status file (the scheduler
+        plugin asks; a table look-up instead of a resource function per job)."""
+        campaign = str(status).split("/", 2)[1]
+        record, run = layout.split_status(campaign, status)
+        return self.run_order(campaign, record, run)
+
     def _base_order(self, name: str, record_path: str, run: int) -> int:
         if name not in self._orders:
             c = self.campaigns[name]
@@ -182,7 +204,9 @@ class CampaignIndex:
         if spec is None:
             c = self.campaigns[name]
             record = c.by_path[record_path]
-            data: dict[str, object] = {"record": record.values, "benchmark": c.fingerprint(), "duration_s": c.duration_s}
+            if name not in self._fingerprints:
+                self._fingerprints[name] = c.fingerprint()
+            data: dict[str, object] = {"record": record.values, "benchmark": self._fingerprints[name], "duration_s": c.duration_s}
             if c.platform.fingerprint():
                 data["platform"] = c.platform.fingerprint()
             spec = self._specs[key] = json.dumps(data, sort_keys=True, default=str)

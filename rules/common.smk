@@ -63,7 +63,7 @@ def run_inputs(wildcards):
     # its age never re-runs a measurement (the run's own build still does).
     return [
         *INDEX.run_inputs(wildcards.campaign, wildcards.record),
-        ancient(layout.builds_ready(wildcards.campaign)),
+        ancient(INDEX.ready_flag(wildcards.campaign)),
     ]
 
 
@@ -79,8 +79,14 @@ def run_params(wildcards):
     return INDEX.run_spec(wildcards.campaign, wildcards.record)
 
 
-def run_order(wildcards):
-    return INDEX.run_order(wildcards.campaign, wildcards.record, int(wildcards.run))
+# The perfsnake scheduler plugin starts runs in the campaign's order; it asks
+# this index for the position of each run job (by its output path).
+try:
+    import snakemake_scheduler_plugin_perfsnake as _scheduler
+except ImportError:  # another scheduler: runs still never overlap
+    pass
+else:
+    _scheduler.ORDER_OF_OUTPUT = INDEX.order_of_output
 
 
 def do_run(wildcards):
@@ -172,7 +178,6 @@ def folded_inputs(wildcards):
 for _func in (
     run_inputs,
     run_params,
-    run_order,
     build_input,
     build_params,
     fetch_params,

@@ -11,9 +11,9 @@ rule run:
     log:
         "results/{campaign}/runs/{record}/run-{run}/stderr.txt",
     resources:
+        # Runs never overlap; the perfsnake scheduler starts them in the
+        # campaign's order (looked up from the output path, see common.smk).
         bench_lock=1,
-        # Read by the perfsnake scheduler: the campaign's execution order.
-        run_order=run_order,
         # Wall-time limit (minutes) of a run job on a cluster: the longest
         # timeout_s plus start-up and hooks.
         runtime=INDEX.run_runtime(),

@@ -1,12 +1,14 @@
 """Snakemake scheduler plugin `perfsnake`: benchmark runs in a chosen order.
 
 Snakemake does not order independent jobs, so a campaign's runs would be
-executed in whatever order its scheduler happens to pick. Each run job
-carries a `run_order` resource (computed by the workflow from the campaign's
-`order`: interleaved, grouped or random with a seed); among the selectable
-jobs holding the benchmark lock, this scheduler starts the one with the
-lowest run_order, and fills the remaining capacity with other jobs (builds,
-analysis) by priority, like Snakemake's greedy scheduler.
+executed in whatever order its scheduler happens to pick. The workflow sets
+ORDER_OF_OUTPUT, which gives a run job's position from its output path
+(computed from the campaign's `order`: interleaved, grouped or random with a
+seed); among the selectable jobs holding the benchmark lock, this scheduler
+starts the one with the lowest position, and fills the remaining capacity
+with other jobs (builds, analysis) by priority, like Snakemake's greedy
+scheduler. A job's position is looked up once and cached, so choosing among
+N waiting runs costs one dictionary look-up each.
 
 Installed into the virtual environment by `make setup` (a .pth file), used
 with `--scheduler perfsnake` (set in profiles/default).
@@ -14,13 +16,16 @@ with `--scheduler perfsnake` (set in profiles/default).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from snakemake_interface_scheduler_plugins.base import SchedulerBase
 from snakemake_interface_scheduler_plugins.interfaces.jobs import JobSchedulerInterface
 
 LOCK = "bench_lock"
-ORDER = "run_order"
+ORDER = "run_order"  # a resource, for workflows that set one instead
+
+#: set by the workflow (rules/common.smk): output path of a run job -> its position
+ORDER_OF_OUTPUT: Callable[[str], int] | None = None
 
 
 def _fits(job: JobSchedulerInterface, available: Mapping[str, int | str]) -> bool:
@@ -36,7 +41,27 @@ def _take(job: JobSchedulerInterface, available: dict[str, int | str]) -> None:
             available[name] = available[name] - value  # type: ignore[operator]
 
 
+def _position(job: JobSchedulerInterface) -> int:
+    output = getattr(job, "output", None)
+    if ORDER_OF_OUTPUT is not None and output:
+        try:
+            return ORDER_OF_OUTPUT(str(next(iter(output))))
+        except (KeyError, ValueError, IndexError):
+            pass
+    return int(job.scheduler_resources.get(ORDER, 0) or 0)
+
+
 class Scheduler(SchedulerBase):
+    #: job -> (holds the benchmark lock, position): jobs live as long as the DAG
+    _keys: dict[JobSchedulerInterface, tuple[bool, int]] = {}
+
+    def _key(self, job: JobSchedulerInterface) -> tuple[bool, int]:
+        key = self._keys.get(job)
+        if key is None:
+            is_run = int(job.scheduler_resources.get(LOCK, 0) or 0) > 0
+            key = self._keys[job] = (is_run, _position(job) if is_run else 0)
+        return key
+
     def select_jobs(
         self,
         selectable_jobs: Sequence[JobSchedulerInterface],
@@ -45,12 +70,14 @@ class Scheduler(SchedulerBase):
         input_sizes: dict,
     ) -> Sequence[JobSchedulerInterface] | None:
         available = dict(available_resources)
-        runs = [j for j in selectable_jobs if int(j.scheduler_resources.get(LOCK, 0) or 0) > 0]
-        others = [j for j in selectable_jobs if int(j.scheduler_resources.get(LOCK, 0) or 0) == 0]
+        runs = []
+        others = []
+        for job in selectable_jobs:
+            (runs if self._key(job)[0] else others).append(job)
         selected: list[JobSchedulerInterface] = []
         if runs:
             # Only the next run in order may start; a later one never overtakes it.
-            first = min(runs, key=lambda j: (int(j.scheduler_resources.get(ORDER, 0) or 0), -j.priority))
+            first = min(runs, key=lambda j: (self._key(j)[1], -j.priority))
             if _fits(first, available):
                 selected.append(first)
                 _take(first, available)
