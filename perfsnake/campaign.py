@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import difflib
 import hashlib
 import itertools
 import re
@@ -23,7 +22,7 @@ import yaml
 from perfsnake import ROOT, expressions
 from perfsnake.benchmarks import BUILTINS, make_benchmark
 from perfsnake.benchmarks.base import Benchmark
-from perfsnake.errors import CampaignError
+from perfsnake.errors import CampaignError, did_you_mean
 from perfsnake.escape import key_component, record_path, value_text
 from perfsnake.instruments import Instruments
 from perfsnake.platforms import PLATFORMS as PLATFORM_FACTORIES
@@ -100,14 +99,20 @@ def schema_error(data: Any, schema_name: str, origin: str) -> CampaignError | No
         return _benchmark_error(data.get("benchmark"), origin)
     if isinstance(data, dict) and list(error.absolute_path)[:1] == ["platform"]:
         return _platform_error(data.get("platform"), origin)
+    error = _intended(error)
     key = _dotted(error.absolute_path)
     if error.validator == "additionalProperties":
         known = sorted(error.schema.get("properties", {}))
         extra = sorted(set(error.instance) - set(known)) if isinstance(error.instance, dict) else []
         if extra:
             where = f"{key}.{extra[0]}" if key else extra[0]
-            hint = f" (known: {', '.join(known)})" if known else ""
+            hint = f"{did_you_mean(extra[0], known)} (known: {', '.join(known)})" if known else ""
             return CampaignError(origin, where, f"unknown key{hint}")
+    if error.validator == "pattern":
+        return CampaignError(origin, key, f"{_show(error.instance)} does not match the pattern {error.validator_value!r}")
+    if error.validator == "enum":
+        choices = [str(c) for c in error.validator_value]
+        return CampaignError(origin, key, f"{_show(error.instance)} is not one of {', '.join(choices)}{did_you_mean(str(error.instance), choices)}")
     if error.validator == "required":
         return CampaignError(origin, key, _one_line(error.message))
     if error.validator == "minItems" and error.validator_value == 1:
@@ -115,6 +120,28 @@ def schema_error(data: Any, schema_name: str, origin: str) -> CampaignError | No
     if error.validator == "type":
         return CampaignError(origin, key, f"expected {_types(error.validator_value)}, got {_show(error.instance)}")
     return CampaignError(origin, key, _one_line(error.message))
+
+
+def _intended(error: jsonschema.exceptions.ValidationError) -> jsonschema.exceptions.ValidationError:
+    """For a value valid under none of several alternatives (oneOf/anyOf), the
+    error of the alternative the user meant: the one whose required keys are
+    all present (e.g. `git` and `rev` for a git source), so the message says
+    why the value is invalid instead of "not valid under any of the given schemas"."""
+    while error.validator in ("oneOf", "anyOf") and error.context:
+        instance = error.instance
+        by_branch: dict[int, list] = {}
+        for sub in error.context:
+            by_branch.setdefault(sub.schema_path[0] if sub.schema_path else 0, []).append(sub)
+        chosen = None
+        for index, branch in enumerate(error.validator_value):
+            required = branch.get("required", []) if isinstance(branch, dict) else []
+            if isinstance(instance, dict) and required and all(k in instance for k in required) and index in by_branch:
+                chosen = by_branch[index]
+                break
+        if chosen is None:
+            return error
+        error = jsonschema.exceptions.best_match(chosen)
+    return error
 
 
 def _types(value: Any) -> str:
@@ -127,25 +154,29 @@ def _show(value: Any) -> str:
 
 
 def _sub_schema_error(spec: dict, sub: str, prefix: str, origin: str) -> CampaignError | None:
-    """The first violation of one $defs alternative, keyed under `prefix`."""
+    """The most relevant violation of one $defs alternative, keyed under `prefix`."""
     schema = load_schema("campaign.schema.yaml")
     sub_schema = {**schema["$defs"][sub], "$defs": schema["$defs"]}
-    for error in jsonschema.Draft202012Validator(sub_schema).iter_errors(spec):
-        key = _dotted([prefix, *error.absolute_path])
-        if error.validator == "additionalProperties":
-            known = sorted(error.schema.get("properties", {}))
-            extra = sorted(set(error.instance) - set(known))
-            return CampaignError(origin, f"{key}.{extra[0]}", f"unknown key (known: {', '.join(known)})")
-        if error.validator == "type":
-            return CampaignError(origin, key, f"expected {_types(error.validator_value)}, got {_show(error.instance)}")
-        return CampaignError(origin, key, _one_line(error.message))
-    return None
+    errors = list(jsonschema.Draft202012Validator(sub_schema).iter_errors(spec))
+    if not errors:
+        return None
+    error = _intended(jsonschema.exceptions.best_match(errors))
+    key = _dotted([prefix, *error.absolute_path])
+    if error.validator == "additionalProperties":
+        known = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(known))
+        return CampaignError(origin, f"{key}.{extra[0]}", f"unknown key{did_you_mean(extra[0], known)} (known: {', '.join(known)})")
+    if error.validator == "type":
+        return CampaignError(origin, key, f"expected {_types(error.validator_value)}, got {_show(error.instance)}")
+    if error.validator == "pattern":
+        return CampaignError(origin, key, f"{_show(error.instance)} does not match the pattern {error.validator_value!r}")
+    return CampaignError(origin, key, _one_line(error.message))
 
 
 def _benchmark_error(spec: Any, origin: str) -> CampaignError:
     names = ", ".join(sorted([*BUILTINS, "command"]))
     if isinstance(spec, str):
-        return CampaignError(origin, "benchmark", f"unknown benchmark {spec!r} (choose from {names})")
+        return CampaignError(origin, "benchmark", f"unknown benchmark {spec!r}{did_you_mean(spec, [*BUILTINS, 'command'])} (choose from {names})")
     if isinstance(spec, dict):
         kind = spec.get("type")
         if kind not in (*BUILTINS, "command"):
@@ -360,11 +391,6 @@ def _compare_pairs(entries: list[dict], recs: list[dict], order: list[str], orig
         if not found:
             raise CampaignError(origin, f"compare[{i}]", "no pair of records matches a and b")
     return list(dict.fromkeys(pairs))
-
-
-def did_you_mean(name: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(name, choices, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _derived(spec: dict[str, str], variables: list[str], metrics: list[str], origin: str) -> dict[str, ast.Expression]:

@@ -13,3 +13,11 @@ class CampaignError(Exception):
         self.key = key or "(top level)"
         self.problem = problem
         super().__init__(f"{source}: {self.key}: {problem}")
+
+
+def did_you_mean(name: str, choices: list[str]) -> str:
+    """' (did you mean 'x'?)' for the closest choice, or ''."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfsnake.benchmarks.base import Benchmark
-from perfsnake.errors import CampaignError
+from perfsnake.errors import CampaignError, did_you_mean
 from perfsnake.instruments.base import Context, Instrument
 from perfsnake.instruments.hooks import Hook
 from perfsnake.instruments.libs import SharedLib
@@ -63,6 +63,11 @@ class Instruments:
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         for instrument in self.all():
+            var = instrument.reads_variable()
+            if var is not None and var not in variables:
+                where = "variable" if "variable" in instrument.spec_given else None
+                raise instrument.fail(f"reads the variable {var!r}, which the campaign does not define{did_you_mean(var, variables)} "
+                                      f"(variables: {', '.join(variables) or 'none'})", where)  # fmt: skip
             instrument.check(records, variables)
 
     def tools(self) -> list[str]:

@@ -52,6 +52,7 @@ class Instrument:
             known = ", ".join(sorted(["type", *self.options]))
             raise CampaignError(origin, f"{key}.{unknown[0]}", f"unknown key for {self.kind} (known: {known})")
         self.spec = {**self.options, **{k: v for k, v in spec.items() if k != "type"}}
+        self.spec_given = {k for k in spec if k != "type"}
 
     def fail(self, problem: str, field: str | None = None) -> CampaignError:
         where = f"{self.key}.{field}" if field else self.key
@@ -63,6 +64,12 @@ class Instrument:
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         """Reject, before any run, values this instrument cannot use."""
+
+    def reads_variable(self) -> str | None:
+        """The campaign variable this instrument cannot work without (its
+        `variable` option), checked to exist: a mistyped name would otherwise
+        silently do nothing (pin nothing, preload nothing)."""
+        return str(self.spec["variable"]) if "variable" in self.options else None
 
     def require_tool(self, tool: str, package: str) -> str:
         path = shutil.which(tool)

@@ -123,6 +123,9 @@ class Placement(Daemon):
     options = {"policy": None, "variable": "placement", "interval_ms": 5}
     tool = "psplace"
 
+    def reads_variable(self) -> str | None:
+        return None if self.spec["policy"] else str(self.spec["variable"])
+
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         var = str(self.spec["variable"])
         if self.spec["policy"] is None and var not in variables:
@@ -217,6 +220,9 @@ class Governor(Hook):
 
     kind = "governor"
     options = {"governor": None, "variable": "governor"}
+
+    def reads_variable(self) -> str | None:
+        return None if self.spec["governor"] else str(self.spec["variable"])
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         if self.spec["governor"] is None and str(self.spec["variable"]) not in variables:

@@ -1,0 +1,35 @@
+"""Validation says why a value is invalid, suggests the name meant, and
+refuses instruments that would read a variable the campaign lacks."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from perfsnake.campaign import load_campaign
+from perfsnake.errors import CampaignError
+
+CASES = [
+    ({"benchmark": {"type": "command", "command": "echo {v}", "source": {"git": "https://x/y.git", "rev": "bad rev!"}}, "variables": {"v": [1]}},
+     "benchmark.source.rev: 'bad rev!' does not match the pattern"),
+    ({"benchmark": "heatr"}, "benchmark: unknown benchmark 'heatr' (did you mean 'heater'?)"),
+    ({"benchmark": "heater", "nb_rns": 3}, "nb_rns: unknown key (did you mean 'nb_runs'?)"),
+    ({"benchmark": "heater", "order": "interleave"}, "order: 'interleave' is not one of interleaved, grouped, random (did you mean 'interleaved'?)"),
+    ({"benchmark": "heater", "variables": {"cpus": ["0"]}, "wrappers": [{"type": "taskset", "variable": "cpu"}]},
+     "wrappers[0].variable: reads the variable 'cpu', which the campaign does not define (did you mean 'cpus'?)"),
+    ({"benchmark": "heater", "variables": {"cpu_lst": ["0"]}, "wrappers": ["taskset"]},
+     "wrappers[0]: reads the variable 'cpu_list', which the campaign does not define (did you mean 'cpu_lst'?)"),
+    ({"benchmark": "heater", "variables": {"alloc": ["jemalloc"]}, "shared_libs": ["allocator"]},
+     "shared_libs[0]: reads the variable 'allocator', which the campaign does not define"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("data", "expected"), CASES)
+def test_one_line_that_says_why(tmp_path, data, expected):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"name": "c", **data}))
+    with pytest.raises(CampaignError) as err:
+        load_campaign(path)
+    text = str(err.value)
+    assert "\n" not in text and expected in text, text
+    assert "not valid under any of the given schemas" not in text
