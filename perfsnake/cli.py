@@ -1,12 +1,17 @@
-"""Command line helpers around the workflow.
+"""The `perfsnake` command (also `python -m perfsnake`), around the workflow.
 
-    python -m perfsnake validate FILE...     check campaign files, write nothing
-    python -m perfsnake failed [--config campaign=PATH]
-                                             list runs that failed or timed out
-    python -m perfsnake rerun-failed [--config campaign=PATH] [-- SNAKEMAKE ARGS]
-                                             set failed runs aside and re-run only them
-    python -m perfsnake artifact [--config campaign=PATH] [--output FILE.zip] [--allow-failed]
-                                             pack a finished campaign as a reproducible artifact
+    perfsnake validate FILE...                 check campaign files, write nothing
+    perfsnake failed [--config campaign=PATH]  list runs that failed or timed out
+    perfsnake rerun-failed [--config ...] [-- SNAKEMAKE ARGS]
+                                               set failed runs aside and re-run only them
+    perfsnake summary [--config ...] [--strict]
+                                               per campaign: counts, files, top differences
+    perfsnake compare PACKED.csv NEW.csv       a re-run's summary.csv against a packed one
+    perfsnake artifact [--config ...] [--output FILE.zip] [--allow-failed]
+                                               pack a finished campaign as a reproducible artifact
+
+Run it from the workflow's working directory; `--config` takes the same
+KEY=VALUE pairs as Snakemake's (campaign=PATH selects one campaign file).
 """
 
 from __future__ import annotations
@@ -32,21 +37,37 @@ def _config(overrides: list[str]) -> dict:
     return config
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="perfsnake", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    val = sub.add_parser("validate", help="check campaign files")
-    val.add_argument("files", nargs="+")
-    for name in ("failed", "rerun-failed"):
-        p = sub.add_parser(name)
-        p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE")
-        p.add_argument("snakemake_args", nargs=argparse.REMAINDER)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    val = sub.add_parser("validate", help="check campaign files before anything runs (one line per problem); writes nothing")
+    val.add_argument("files", nargs="+", metavar="FILE", help="campaign YAML files")
+
+    def config_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                       help="as Snakemake's --config: campaign=PATH picks one campaign file (default: config/config.yaml's list)")  # fmt: skip
+
+    failed = sub.add_parser("failed", help="list the run directories whose run failed or timed out")
+    config_option(failed)
+    rerun = sub.add_parser("rerun-failed", help="set failed attempts aside (previous/attempt-K) and re-run only those runs")
+    config_option(rerun)
+    rerun.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: extra arguments for snakemake")
+    summary = sub.add_parser("summary", help="per campaign: ok / failed / timeout / unparsed counts, files, top differences")
+    config_option(summary)
+    summary.add_argument("--strict", action="store_true", help="exit with status 1 when any run failed, timed out or did not parse (for CI)")
+    cmp = sub.add_parser("compare", help="compare a re-run's summary.csv with a packed one (per record and metric: means, in the packed interval?)")
+    cmp.add_argument("packed", metavar="PACKED.csv", help="summary.csv from the artifact")
+    cmp.add_argument("new", metavar="NEW.csv", help="summary.csv of the re-run")
     art = sub.add_parser("artifact", help="pack a finished campaign (zip: campaign, config, workflow, results, report)")
-    art.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE")
+    config_option(art)
     art.add_argument("--output", metavar="FILE.zip", help="default: results/<campaign>/artifact/<campaign>-artifact.zip")
     art.add_argument("--allow-failed", action="store_true", help="pack even if some runs failed or timed out")
     art.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: extra arguments for snakemake --report")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     try:
         if args.command == "validate":
             from perfsnake.campaign import load_campaigns
@@ -54,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             for c in load_campaigns(args.files):
                 print(f"{c.origin}: ok ({len(c.records)} records x {c.nb_runs} runs)")
             return 0
+        if args.command == "compare":
+            from perfsnake.artifact import main as artifact_main
+
+            return artifact_main(["compare", args.packed, args.new])
         config = _config(args.config)
         campaign_files(config)
         if args.command == "artifact":
@@ -70,10 +95,16 @@ def main(argv: list[str] | None = None) -> int:
     except CampaignError as exc:
         print(f"perfsnake: error: {exc}", file=sys.stderr)
         return 1
+    if args.command == "summary":
+        from perfsnake.stages.summary import report
+
+        return report(plan, {**config, "strict": args.strict or config.get("strict", False)}, succeeded=True)
     failed = failed_runs(plan)
     if args.command == "failed":
         for rdir in failed:
             print(rdir)
+        if not failed:
+            print("no failed runs")
         return 0
     for rdir in failed:
         print(f"re-running {rdir} (previous attempt kept in {set_aside(rdir)})")

@@ -21,7 +21,16 @@ CASES = [
      "wrappers[0]: reads the variable 'cpu_list', which the campaign does not define (did you mean 'cpu_lst'?)"),
     ({"benchmark": "heater", "variables": {"alloc": ["jemalloc"]}, "shared_libs": ["allocator"]},
      "shared_libs[0]: reads the variable 'allocator', which the campaign does not define"),
+    ({"benchmark": "heater", "wrappers": [{"type": "perf_stat", "events": ["task-clock", "cyles"]}]},
+     "wrappers[0].events: perf does not know the event 'cyles' on this machine (did you mean 'cycles'?)"),
 ]  # fmt: skip
+
+
+def test_events_perf_lists_and_generic_ones_pass(tmp_path):
+    path = tmp_path / "c.yaml"
+    events = ["task-clock", "cs", "cycles", "LLC-load-misses", "sched:sched_switch", "r003c", "cycles:u"]
+    path.write_text(yaml.safe_dump({"name": "c", "benchmark": "heater", "wrappers": [{"type": "perf_stat", "events": events}]}))
+    assert load_campaign(path).instruments.wrappers[0].events == events
 
 
 @pytest.mark.parametrize(("data", "expected"), CASES)

@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 
 from perfsnake import layout
+from perfsnake.errors import did_you_mean
 from perfsnake.instruments.base import Context, text
 from perfsnake.instruments.wrappers import Wrapper
 
@@ -36,6 +37,43 @@ PORTABLE_EVENTS: dict[str, dict[str, str]] = {
     "dtlb-misses": {"default": "dTLB-load-misses"},
     "stalled-cycles": {"GenuineIntel": "cycle_activity.stalls_total", "default": "stalled-cycles-backend"},
 }
+
+
+#: perf's generic hardware and cache event names: valid everywhere, though a
+#: machine without a PMU cannot count them (their cells stay empty, with a
+#: warning), so a campaign stays portable between both kinds of machine.
+GENERIC_EVENTS = frozenset({
+    "cycles", "cpu-cycles", "instructions", "cache-references", "cache-misses", "branch-instructions", "branches",
+    "branch-misses", "bus-cycles", "stalled-cycles-frontend", "stalled-cycles-backend", "ref-cycles",
+    *(f"{cache}-{op}{kind}" for cache in ("L1-dcache", "L1-icache", "LLC", "dTLB", "iTLB", "branch", "node")
+      for op in ("loads", "stores", "prefetches", "load", "store", "prefetch") for kind in ("", "-misses")),
+})  # fmt: skip
+
+
+@cache
+def perf_events() -> frozenset[str]:
+    """Event names `perf list` knows on this machine (aliases included)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["perf", "list", "--no-desc"], capture_output=True, text=True, timeout=60, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    names: set[str] = set()
+    for line in out.splitlines():
+        head = line.split("[", 1)[0].strip()
+        names.update(n.strip() for n in head.split(" OR ") if n.strip())
+    return frozenset(names)
+
+
+def unknown_event(name: str) -> bool:
+    """A symbolic event name neither perf's generic ones nor listed here
+    (raw codes and PMU/breakpoint syntax are passed through unchecked)."""
+    base = re.sub(r":[ukhHGpPS]+$", "", name)
+    if "/" in base or re.fullmatch(r"r[0-9a-fA-F]+", base) or base.startswith("mem:"):
+        return False
+    known = perf_events()
+    return bool(known) and base not in known and base not in GENERIC_EVENTS
 
 
 @cache
@@ -106,6 +144,10 @@ class PerfStat(Wrapper):
         if not isinstance(events, list) or not events or not all(isinstance(e, str) and re.fullmatch(r"[A-Za-z0-9_.:/,=-]+", e) for e in events):
             raise self.fail("expected a non-empty list of event names", "events")
         self.events = [resolve_event(e) for e in events]
+        for event in self.events:
+            if unknown_event(event):
+                choices = sorted(perf_events() | GENERIC_EVENTS)
+                raise self.fail(f"perf does not know the event {event!r} on this machine{did_you_mean(event, choices)} (`perf list` shows them)", "events")
 
     def prefix(self, ctx: Context) -> list[str]:
         return ["perf", "stat", "-x", ";", "-o", STAT_FILE, "-e", ",".join(self.events), "--"]
