@@ -93,3 +93,26 @@ def test_a_misspelt_name_in_a_derived_metric_is_refused_before_anything_runs(tmp
     assert proc.returncode != 0 and not (tmp_path / "results").exists()
     line = [ln for ln in proc.stderr.splitlines() if ln.startswith("perfsnake: error:")]
     assert line == [f"perfsnake: error: {camp}: derived.rate: unknown name 'evnts' (did you mean 'events'?) (metrics, variables and earlier derived metrics)"]
+
+
+def test_a_command_time_series_loses_its_warm_up(tmp_path):
+    # Ten slow ticks, then thirty steady ones: the steady mean excludes the warm-up.
+    ticks = " ".join(["10"] * 10 + ["100", "101", "99", "100", "102", "98"] * 5)
+    camp = write_campaign(tmp_path, {
+        "name": "series", "benchmark": {"type": "command", "command": f"for v in {ticks}; do echo tick $v; done; echo done=1",
+                                        "metrics": {"done": r"done=(\d+)"}, "series": {"name": "tick", "regex": r"^tick (\S+)$"}},
+        "variables": {"x": [1]}, "nb_runs": 1,
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_results(tmp_path / "results/series/series.csv")
+    assert frame["tick_steady"][0] == pytest.approx(100, abs=1)
+    assert (tmp_path / "results/series/runs/x-1/run-1/samples.csv").exists()
+
+
+def test_wps_without_readings_is_refused(tmp_path):
+    camp = write_campaign(tmp_path, {
+        "name": "w", "benchmark": {"type": "command", "command": "echo value=1", "metrics": {"value": r"value=(\d+)"}},
+        "variables": {"x": [1]}, "statistics": {"warmup": "wps"},
+    })  # fmt: skip
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all", check=False)
+    assert proc.returncode != 0 and "statistics.warmup: wps needs unit readings" in proc.stderr

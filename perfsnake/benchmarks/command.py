@@ -36,6 +36,10 @@ class CommandBenchmark(Benchmark):
         self.file_specs: list[dict] = list(spec.get("metrics_from") or [])  # type: ignore[call-overload]
         from_files = [name for f in self.file_specs for name in f["fields"] if name not in self.metric_patterns]
         self.metrics = (*self.metric_patterns, *from_files)
+        if spec.get("series"):
+            self.metrics = (*self.metrics, f"{dict(spec['series'])['name']}_steady")  # type: ignore[call-overload]
+        elif spec.get("readings"):
+            self.metrics = (*self.metrics, "work_per_s_steady")
         self.readings_pattern: re.Pattern[str] | None = None
         if spec.get("readings"):
             try:
@@ -44,6 +48,17 @@ class CommandBenchmark(Benchmark):
                 raise self.fail("benchmark.readings", f"invalid regex: {exc}") from None
             if self.readings_pattern.groups != 2:
                 raise self.fail("benchmark.readings", "regex must have two groups: work, then seconds")
+        self.series_name: str | None = None
+        self.series_pattern: re.Pattern[str] | None = None
+        if spec.get("series"):
+            series = dict(spec["series"])  # type: ignore[call-overload]
+            try:
+                self.series_pattern = re.compile(str(series["regex"]), re.M)
+            except re.error as exc:
+                raise self.fail("benchmark.series.regex", f"invalid regex: {exc}") from None
+            if self.series_pattern.groups != 1:
+                raise self.fail("benchmark.series.regex", f"regex must have exactly one group, has {self.series_pattern.groups}")
+            self.series_name = str(series["name"])
         self.build_defaults = {}
 
     def build_spec(self) -> dict[str, object]:
@@ -107,8 +122,29 @@ class CommandBenchmark(Benchmark):
         pairs = [(float(w), float(t)) for w, t in self.readings_pattern.findall(stdout)]
         return ("work_per_s", pairs) if len(pairs) >= 3 else None
 
+    def time_series(self, stdout: str) -> tuple[str, list[float]] | None:
+        """The run's time series: the `series` regex's matches in order, or else
+        the throughput of each of its `readings` (work / seconds). Its steady
+        phase is found like the heater's (`<name>_steady`)."""
+        if self.series_pattern is not None:
+            values = [float(v) for v in self.series_pattern.findall(stdout) if _is_number(v)]
+            return (str(self.series_name), values) if len(values) >= 2 else None
+        if self.readings_pattern is not None:
+            pairs = [(float(w), float(t)) for w, t in self.readings_pattern.findall(stdout)]
+            rates = [w / t for w, t in pairs if t > 0]
+            return ("work_per_s", rates) if len(rates) >= 2 else None
+        return None
+
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
         return {name: search_metric(p, stdout, stderr) for name, p in self.metric_patterns.items()}
 
     def file_metrics(self, run_dir: Path) -> tuple[dict[str, object], list[str]]:
         return metrics_from(run_dir, self.file_specs)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
