@@ -116,3 +116,14 @@ def test_wps_without_readings_is_refused(tmp_path):
     })  # fmt: skip
     proc = snakemake(tmp_path, camp, "--cores", "1", "all", check=False)
     assert proc.returncode != 0 and "statistics.warmup: wps needs unit readings" in proc.stderr
+
+
+def test_machine_state_is_recorded_around_each_run(tmp_path):
+    camp = write_campaign(tmp_path, {
+        "name": "state", "benchmark": {"type": "command", "command": "echo value=1", "metrics": {"value": r"value=(\d+)"}},
+        "variables": {"x": [1, 2]}, "nb_runs": 1,
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_results(tmp_path / "results/state/state.csv")
+    for column in ("machine.load1", "machine.other_cpu_s", "machine.mem_available_mb"):
+        assert frame[column].notna().all() and (frame[column] >= 0).all(), column

@@ -28,7 +28,8 @@ def rows_of(results: list[dict], variables: list[str], metrics: list[str]) -> tu
         for key in res["metrics"]:
             if key not in metric_cols:
                 metric_cols.append(key)
-    columns = [*BASE_COLUMNS, *variables, "run", *metric_cols, *TAIL_COLUMNS]
+    machine_cols = sorted({f"machine.{k}" for res in results for k in (res.get("machine") or {})})
+    columns = [*BASE_COLUMNS, *variables, "run", *metric_cols, *TAIL_COLUMNS, *machine_cols]
     rows = []
     for res in sorted(results, key=lambda r: r["start_epoch"]):
         row = {"campaign": res["campaign"], "benchmark": res["benchmark"]}
@@ -36,6 +37,7 @@ def rows_of(results: list[dict], variables: list[str], metrics: list[str]) -> tu
         row["run"] = res["run"]
         row.update({m: res["metrics"].get(m) for m in metric_cols})
         row.update({k: res[k] for k in TAIL_COLUMNS})
+        row.update({c: (res.get("machine") or {}).get(c[len("machine.") :]) for c in machine_cols})
         rows.append(row)
     return rows, columns
 

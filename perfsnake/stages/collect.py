@@ -15,6 +15,7 @@ from perfsnake import expressions, layout
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.stats import SteadyState, steady_segment, work_per_second
 from perfsnake.instruments import Instruments
+from perfsnake.machine import state as machine_state
 
 if TYPE_CHECKING:
     from perfsnake.campaign import Campaign
@@ -124,6 +125,11 @@ def collect_run(
         result["parse_errors"] = parse_errors
     if "reason" in status:
         result["reason"] = status["reason"]
+    state_file = run_dir / machine_state.STATE_FILE
+    if state_file.exists():
+        snap = json.loads(state_file.read_text())
+        cpu = (status.get("utime_s") or 0.0) + (status.get("stime_s") or 0.0)
+        result["machine"] = machine_state.summarise(snap.get("before", {}), snap.get("after", {}), cpu)
     unparsed = [name for name, value in own_metrics.items() if value is None]
     if state == "ok" and unparsed:
         result["unparsed"] = unparsed

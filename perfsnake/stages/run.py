@@ -22,6 +22,7 @@ from perfsnake import layout
 from perfsnake.benchmarks.base import RunContext, source_key
 from perfsnake.escape import value_text
 from perfsnake.instruments.base import Context
+from perfsnake.machine import state as machine_state
 
 if TYPE_CHECKING:
     from perfsnake.planning import CampaignIndex
@@ -198,8 +199,11 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
     def launch(run_dir: Path, text: str, timeout_s: float | None) -> int:
         return c.platform.launch(workdir, run_dir, text, timeout_s, params)
 
+    before = machine_state.snapshot()
     execute(launch, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
             hooks=(c.instruments.pre, c.instruments.post, ctx))  # fmt: skip
+    # After the run, outside the timed interval (the launcher's).
+    (rdir / machine_state.STATE_FILE).write_text(json.dumps({"before": before, "after": machine_state.snapshot()}) + "\n")
     line = failure_line(name, f"{record_path}/run-{run}", rdir)
     if line:
         print(line, file=sys.stderr, flush=True)
