@@ -13,8 +13,9 @@ $(STAMP): requirements.txt pyproject.toml scripts/setup/apt.sh Makefile
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	# The package itself (editable: the workflow and its C sources stay in this checkout), for the `perfsnake` command.
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
-	# Our Snakemake scheduler plugin, importable from the repository.
-	echo "$(CURDIR)/plugins" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/perfsnake-plugins.pth"
+	# Our Snakemake scheduler plugin, importable from the repository. The .pth
+	# entry is relative to site-packages, so it follows the checkout when moved.
+	$(PY) -c 'import os, sysconfig; site = sysconfig.get_paths()["purelib"]; open(os.path.join(site, "perfsnake-plugins.pth"), "w").write(os.path.relpath("plugins", site) + "\n")'
 	touch $(STAMP)
 
 # Flame graphs: inferno from crates.io, pinned, into a project-local directory.
