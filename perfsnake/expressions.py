@@ -66,7 +66,7 @@ def evaluate(tree: ast.Expression, values: Mapping[str, object]) -> float | None
         if isinstance(node, ast.Expression):
             return walk(node.body)
         if isinstance(node, ast.Constant):
-            return float(node.value)
+            return float(node.value)  # type: ignore[arg-type]  # parse() admits only int and float
         if isinstance(node, ast.Name):
             value = values.get(node.id)
             if isinstance(value, bool) or not isinstance(value, (int, float)):

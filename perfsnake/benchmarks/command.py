@@ -23,7 +23,7 @@ class CommandBenchmark(Benchmark):
         super().__init__(spec, origin)
         self.command: str = str(spec["command"])
         self.build: str | None = spec.get("build")  # type: ignore[assignment]
-        self.declared_build_vars: list[str] = list(spec.get("build_variables", []))  # type: ignore[arg-type]
+        self.declared_build_vars: list[str] = [str(v) for v in spec.get("build_variables") or []]  # type: ignore[attr-defined]
         self.metric_patterns: dict[str, re.Pattern[str]] = {}
         for name, regex in dict(spec.get("metrics", {})).items():  # type: ignore[call-overload]
             try:
@@ -33,7 +33,7 @@ class CommandBenchmark(Benchmark):
             if pattern.groups != 1:
                 raise self.fail(f"benchmark.metrics.{name}", f"regex must have exactly one group, has {pattern.groups}")
             self.metric_patterns[name] = pattern
-        self.file_specs: list[dict] = list(spec.get("metrics_from") or [])  # type: ignore[call-overload]
+        self.file_specs: list[Mapping[str, object]] = list(spec.get("metrics_from") or [])  # type: ignore[call-overload]
         from_files = [name for f in self.file_specs for name in f["fields"] if name not in self.metric_patterns]
         self.metrics = (*self.metric_patterns, *from_files)
         if spec.get("series"):

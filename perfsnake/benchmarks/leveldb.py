@@ -83,7 +83,7 @@ class LevelDBBenchmark(Benchmark):
                 continue
             micros_value = number(micros)
             metrics["micros_per_op"] = micros_value
-            threads = int(params.get("nb_threads", 1))  # type: ignore[arg-type]
+            threads = int(str(params.get("nb_threads", 1)))
             # db_bench sums per-thread time, so micros/op is a per-thread
             # latency; the aggregate rate is threads / latency.
             if isinstance(micros_value, (int, float)) and micros_value > 0:

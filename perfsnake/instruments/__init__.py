@@ -38,6 +38,11 @@ def _make(section: str, index: int, entry: object, origin: str) -> Instrument:
     return instrument
 
 
+def _entries(data: Mapping[str, object], section: str) -> list[object]:
+    entries = data.get(section) or []
+    return list(entries) if isinstance(entries, list) else []
+
+
 @dataclass
 class Instruments:
     wrappers: list[Wrapper] = field(default_factory=list)
@@ -47,7 +52,7 @@ class Instruments:
 
     @classmethod
     def from_campaign(cls, data: Mapping[str, object], origin: str) -> Instruments:
-        made = {s: [_make(s, i, e, origin) for i, e in enumerate(data.get(s) or [])] for s in SECTIONS}  # type: ignore[attr-defined]
+        made = {s: [_make(s, i, e, origin) for i, e in enumerate(_entries(data, s))] for s in SECTIONS}
         return cls(made["wrappers"], made["shared_libs"], made["pre_run_hooks"], made["post_run_hooks"])  # type: ignore[arg-type]
 
     def all(self) -> list[Instrument]:

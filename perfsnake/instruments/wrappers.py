@@ -114,7 +114,7 @@ class Env(Wrapper):
 
     def prefix(self, ctx: Context) -> list[str]:
         pairs = [f"{k}={value_text(v)}" for k, v in dict(self.spec["set"]).items()]  # type: ignore[call-overload]
-        pairs += [f"{n}={value_text(ctx.params[n])}" for n in self.spec["variables"]]  # type: ignore[union-attr]
+        pairs += [f"{n}={value_text(ctx.params[n])}" for n in self.spec["variables"]]  # type: ignore[attr-defined]
         return ["env", *pairs] if pairs else []
 
 
@@ -163,7 +163,7 @@ class Time(Wrapper):
         return [f"time.{name}" for name in self.FIELDS.values()]
 
     def metrics(self, run_dir: Path) -> dict[str, object]:
-        out = {f"time.{name}": None for name in self.FIELDS.values()}
+        out: dict[str, object] = {f"time.{name}": None for name in self.FIELDS.values()}
         path = run_dir / self.OUT
         if path.exists():
             for line in path.read_text(errors="replace").splitlines():

@@ -76,8 +76,8 @@ def fetch_archive(spec: dict[str, str], work: Path, log: TextIO) -> Path:
     archive = work / name
     log.write(f"downloading {url}\n")
     if "://" in url:
-        with urllib.request.urlopen(url, timeout=60) as response, archive.open("wb") as out:  # noqa: S310
-            shutil.copyfileobj(response, out)
+        with urllib.request.urlopen(url, timeout=60) as response, archive.open("wb") as sink:  # noqa: S310
+            shutil.copyfileobj(response, sink)
     else:
         shutil.copyfile(url, archive)
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()

@@ -31,7 +31,8 @@ def decide_round(index: CampaignIndex, name: str, round_number: int, status_file
         path, run = layout.split_status(name, status)
         plan.setdefault(path, []).append(run)
         result = collect_record_run(c, path, run, workdir)
-        value = result["wall_s"] if metric == "wall_s" else result["metrics"].get(metric)  # type: ignore[union-attr]
+        metrics: dict[str, object] = result["metrics"]  # type: ignore[assignment]
+        value = result["wall_s"] if metric == "wall_s" else metrics.get(metric)
         if result["status"] == "ok" and isinstance(value, (int, float)):
             values.setdefault(path, []).append(float(value))
     decision = precision.decide(values, {p: sorted(r) for p, r in plan.items()}, c.precision, round_number)
@@ -39,7 +40,7 @@ def decide_round(index: CampaignIndex, name: str, round_number: int, status_file
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
     Path(log_file).write_text("".join(
         f"{path}: {len(r['runs'])} runs, relative half-width {r['rel_ci']}, met={r['met']}, adding {len(r['add'])}\n"
-        for path, r in decision["records"].items()
+        for path, r in decision["records"].items()  # type: ignore[attr-defined]
     ))  # fmt: skip
 
 

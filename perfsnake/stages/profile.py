@@ -41,7 +41,8 @@ def find_tools(flamegraph_dir: str | None = None) -> Tools | None:
         d = Path(directory)
         scripts = [d / "stackcollapse-perf.pl", d / "flamegraph.pl", d / "difffolded.pl"]
         if all(s.exists() for s in scripts):
-            return Tools(*(shlex.join(["perl", str(s)]) for s in scripts), kind="FlameGraph")
+            collapse, draw, diff = (shlex.join(["perl", str(s)]) for s in scripts)
+            return Tools(collapse, draw, diff, kind="FlameGraph")
         return None
     names = ["inferno-collapse-perf", "inferno-flamegraph", "inferno-diff-folded"]
     found = []
@@ -53,7 +54,7 @@ def find_tools(flamegraph_dir: str | None = None) -> Tools | None:
         if path is None:
             return None
         found.append(shlex.quote(path))
-    return Tools(*found, kind="inferno")
+    return Tools(found[0], found[1], found[2], kind="inferno")
 
 
 def require_tools(origin: str, flamegraph_dir: str | None = None) -> Tools:

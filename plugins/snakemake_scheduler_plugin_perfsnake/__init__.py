@@ -30,7 +30,8 @@ ORDER_OF_OUTPUT: Callable[[str], int] | None = None
 
 def _fits(job: JobSchedulerInterface, available: Mapping[str, int | str]) -> bool:
     for name, value in job.scheduler_resources.items():
-        if name in available and isinstance(value, int) and isinstance(available[name], int) and value > available[name]:
+        have = available.get(name)
+        if isinstance(value, int) and isinstance(have, int) and value > have:
             return False
     return True
 
@@ -70,8 +71,8 @@ class Scheduler(SchedulerBase):
         input_sizes: dict,
     ) -> Sequence[JobSchedulerInterface] | None:
         available = dict(available_resources)
-        runs = []
-        others = []
+        runs: list[JobSchedulerInterface] = []
+        others: list[JobSchedulerInterface] = []
         for job in selectable_jobs:
             (runs if self._key(job)[0] else others).append(job)
         selected: list[JobSchedulerInterface] = []
