@@ -39,7 +39,9 @@ def test_campaign_end_to_end(tmp_path):
     assert len(frame) == 4
     assert sorted(frame["value"]) == [1, 1, 2, 2]
     assert set(frame["status"]) == {"ok"}
-    assert list(frame.columns) == ["campaign", "benchmark", "x", "run", "value", "status", "exit_code", "wall_s", "start", "end"]
+    columns = list(frame.columns)
+    assert columns[:10] == ["campaign", "benchmark", "x", "run", "value", "status", "exit_code", "wall_s", "start", "end"]
+    assert all(c.startswith("machine.") for c in columns[10:]) and "machine.load1" in columns
     meta = read_metadata(base / "c.csv")
     assert meta["campaign"] == "c" and meta["runs_ok"] == "4"
     run = base / "runs" / "x-1" / "run-2"
