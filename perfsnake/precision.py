@@ -21,6 +21,10 @@ from perfsnake.stats import mean_variance, t_quantile
 
 #: A round adds at most this many times the runs planned so far.
 GROWTH = 2
+#: From this many runs on, their autocorrelation is corrected for (earlier
+#: than in summaries, MIN_CORRECTED: stopping on a chance-narrow interval of
+#: correlated runs costs more than a few extra runs of independent ones).
+MIN_CORRECTED = 10
 
 
 def rel_half_width(values: list[float], confidence: float) -> float:
@@ -30,7 +34,7 @@ def rel_half_width(values: list[float], confidence: float) -> float:
     if len(x) < 3:
         half = float(t_quantile(confidence, 1)) * float(x.std(ddof=1)) / math.sqrt(2)
         return half / abs(float(x.mean()))
-    mv = mean_variance(x[None, :])
+    mv = mean_variance(x[None, :], min_corrected=MIN_CORRECTED)
     return float(t_quantile(confidence, mv.df[0]) * math.sqrt(mv.variance[0]) / abs(mv.mean[0]))
 
 
@@ -42,7 +46,7 @@ def runs_needed(values: list[float], target: float, confidence: float) -> int | 
         return len(x) + 2
     if rel_half_width(values, confidence) <= target:
         return "met"
-    mv = mean_variance(x[None, :])
+    mv = mean_variance(x[None, :], min_corrected=MIN_CORRECTED)
     size, m, phi = int(mv.size[0]), int(mv.n_subsessions[0]), float(mv.phi[0])
     # Variance of one subsession mean in the long run: the sample variance's
     # AR(1) bias undone, the correlation with its neighbours included.

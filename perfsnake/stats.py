@@ -32,7 +32,7 @@ RELIABLE_SUBSESSIONS = 20
 #: Fewest unmerged samples whose autocorrelation is corrected for (below, its
 #: estimate is mostly noise and would only blur the interval of independent
 #: samples); merged subsessions are always corrected.
-MIN_CORRECTED = 10
+MIN_CORRECTED = RELIABLE_SUBSESSIONS
 #: Bounds of the residual AR(1) coefficient used for the variance factor.
 PHI_LOW, PHI_HIGH = -0.5, 0.95
 
@@ -137,9 +137,10 @@ class MeanVariance:
     phi: np.ndarray  # AR(1) coefficient used for the correction
 
 
-def mean_variance(x: np.ndarray, threshold: float = 0.1) -> MeanVariance:
+def mean_variance(x: np.ndarray, threshold: float = 0.1, min_corrected: int = MIN_CORRECTED) -> MeanVariance:
     """Variance of the mean of each row, on subsession means with the AR(1)
-    correction for the correlation they keep (see the module's docstring)."""
+    correction for the correlation they keep (see the module's docstring);
+    unmerged series shorter than min_corrected are taken as independent."""
     x = np.atleast_2d(np.asarray(x, dtype=float))
     n = x.shape[-1]
     size, r = merge_sizes(x, threshold)
@@ -149,7 +150,7 @@ def mean_variance(x: np.ndarray, threshold: float = 0.1) -> MeanVariance:
         merged = subsessions(x[rows], int(k))
         m = merged.shape[-1]
         # Merged series showed correlation: correct what is left even when few subsessions remain.
-        phi = ar1_coefficient(r[rows], m) if m >= MIN_CORRECTED or (k > 1 and m >= 3) else np.zeros(int(rows.sum()))
+        phi = ar1_coefficient(r[rows], m) if m >= min_corrected or (k > 1 and m >= 3) else np.zeros(int(rows.sum()))
         f = ar1_mean_factor(phi, m)
         # E[s^2] = sigma^2 (m - f) / (m - 1) under AR(1): undo that bias, then scale by f.
         fields["variance"][rows] = merged.var(axis=-1, ddof=1) / m * f * (m - 1) / np.maximum(m - f, 1.0)
