@@ -447,7 +447,7 @@ def steady_segment(series: np.ndarray, penalty: float | None = None, min_size: i
     sigma, phi = _difference_noise(y)
     local = sigma * math.sqrt(1 - phi) or 1.0  # sd of first differences / sqrt(2)
     segments = _binary_segmentation((y - y.mean()) / local, 3.0 * math.log(n) if penalty is None else penalty, min_size)
-    segments = _merge_close(y, segments, sigma, phi, separation)
+    segments = _refine(y, _merge_close(y, segments, sigma, phi, separation), min_size)
     start, end = max(segments, key=lambda s: s[1] - s[0])
     if end - start <= n / 2:
         return SteadyState(0, n, n, "no-dominant-segment")
@@ -455,16 +455,20 @@ def steady_segment(series: np.ndarray, penalty: float | None = None, min_size: i
 
 
 def _difference_noise(y: np.ndarray) -> tuple[float, float]:
-    """(marginal sd, AR(1) coefficient) of the noise, from first differences:
-    for AR(1), Var(d) = 2 sigma^2 (1 - phi) and corr(d_t, d_t+1) = -(1 - phi) / 2.
-    A robust scale, and differences clipped at 4 of it, so the few jumps of
-    a warm-up or cool-down do not count as noise."""
-    d = np.diff(y)
-    d = d - np.median(d)
-    mad = 1.4826 * float(np.median(np.abs(d))) or float(d.std()) or 1.0
-    r = lag1_rows(np.clip(d, -4 * mad, 4 * mad))
-    phi = min(max(1 + 2 * float(np.nan_to_num(r)), 0.0), PHI_HIGH)
-    return mad / math.sqrt(2 * (1 - phi)), phi
+    """(marginal sd, AR(1) coefficient) of the noise, fitted to a robust
+    variogram: for AR(1), Var(y[t+k] - y[t]) = 2 sigma^2 (1 - phi^k). Each
+    lag's variance is a MAD of the lag-k differences, so the few differences
+    spanning the jumps of a warm-up or cool-down do not count as noise."""
+    lags = np.arange(1, max(2, min(12, len(y) // 4)) + 1)
+    v = np.array([(1.4826 * float(np.median(np.abs((d := y[k:] - y[:-k]) - np.median(d))))) ** 2 for k in lags])
+    if not (v > 0).all():
+        scale = float(np.std(np.diff(y))) / math.sqrt(2) or 1.0
+        return scale, 0.0
+    phis = np.linspace(0.0, PHI_HIGH, 96)[:, None]
+    shape = np.log(2 * (1 - phis**lags))  # log variogram per unit sigma^2
+    log_s2 = (np.log(v) - shape).mean(axis=1, keepdims=True)
+    best = int(np.argmin(((np.log(v) - shape - log_s2) ** 2).sum(axis=1)))
+    return math.sqrt(math.exp(float(log_s2[best, 0]))), float(phis[best, 0])
 
 
 def _binary_segmentation(z: np.ndarray, penalty: float, min_size: int) -> list[tuple[int, int]]:
@@ -473,34 +477,57 @@ def _binary_segmentation(z: np.ndarray, penalty: float, min_size: int) -> list[t
     done, todo = [], [(0, len(z))]
     while todo:
         s, e = todo.pop()
-        m = e - s
-        if m >= 2 * min_size:
-            c = np.cumsum(z[s:e])
-            k = np.arange(min_size, m - min_size + 1)
-            gain = c[k - 1] ** 2 / k + (c[-1] - c[k - 1]) ** 2 / (m - k) - c[-1] ** 2 / m
-            best = int(np.argmax(gain))
-            if gain[best] > penalty:
-                todo += [(s, s + int(k[best])), (s + int(k[best]), e)]
-                continue
-        done.append((s, e))
+        gain, k = _best_split(z[s:e], min_size)
+        if k and gain > penalty:
+            todo += [(s, s + k), (s + k, e)]
+        else:
+            done.append((s, e))
     return sorted(done)
+
+
+def _best_split(z: np.ndarray, min_size: int) -> tuple[float, int]:
+    """(squared error saved, position) of the best split of z into two means."""
+    m = len(z)
+    if m < 2 * min_size:
+        return 0.0, 0
+    c = np.cumsum(z - z.mean())
+    k = np.arange(min_size, m - min_size + 1)
+    gain = c[k - 1] ** 2 / k + c[k - 1] ** 2 / (m - k)
+    best = int(np.argmax(gain))
+    return float(gain[best]), int(k[best])
+
+
+def _refine(y: np.ndarray, segments: list[tuple[int, int]], min_size: int) -> list[tuple[int, int]]:
+    """Re-place each boundary at the best split of its two neighbouring
+    segments (merging moves boundaries to where pieces of slow wander ended)."""
+    segments = list(segments)
+    for i in range(len(segments) - 1):
+        (s1, _), (_, e2) = segments[i], segments[i + 1]
+        _, k = _best_split(y[s1:e2], min_size)
+        if k:
+            segments[i], segments[i + 1] = (s1, s1 + k), (s1 + k, e2)
+    return segments
 
 
 def _merge_close(y: np.ndarray, segments: list[tuple[int, int]], sigma: float, phi: float, separation: float) -> list[tuple[int, int]]:
     """Merge the adjacent pair of segments whose means are closest (in
     standard errors of the AR(1) noise), until every pair is `separation` apart."""
-    segments = list(segments)
-    while len(segments) > 1:
-        z = []
-        for (s1, e1), (s2, e2) in zip(segments, segments[1:]):
-            n1, n2 = e1 - s1, e2 - s2
-            se = sigma * math.sqrt(float(ar1_mean_factor(phi, n1)) / n1 + float(ar1_mean_factor(phi, n2)) / n2)
-            z.append(abs(y[s1:e1].mean() - y[s2:e2].mean()) / se if se > 0 else math.inf)
+    starts = [s for s, _ in segments]
+    ends = [e for _, e in segments]
+    sums = [float(y[s:e].sum()) for s, e in segments]
+    while len(starts) > 1:
+        size = np.subtract(ends, starts)
+        mean = np.asarray(sums) / size
+        var = sigma**2 * ar1_mean_factor(phi, size) / size if phi else sigma**2 / size
+        se = np.sqrt(var[:-1] + var[1:])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(se > 0, np.abs(np.diff(mean)) / se, np.inf)
         i = int(np.argmin(z))
         if z[i] >= separation:
             break
-        segments[i : i + 2] = [(segments[i][0], segments[i + 1][1])]
-    return segments
+        ends[i], sums[i] = ends[i + 1], sums[i] + sums[i + 1]
+        del starts[i + 1], ends[i + 1], sums[i + 1]
+    return list(zip(starts, ends))
 
 
 def work_per_second(durations: np.ndarray, work: np.ndarray) -> tuple[float, float, float]:

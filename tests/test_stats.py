@@ -245,7 +245,7 @@ def test_level_dependent_noise_example_from_issue_18():
 def test_stationary_series_are_rarely_trimmed(kind, noise, phi):
     rng = np.random.default_rng(99)
     trimmed = sum(steady_segment(series_with_warmup(kind, rng, warmup=0, noise=noise, phi=phi)).removed > 0 for _ in range(300))
-    assert trimmed / 300 <= 0.05 + (0.04 if phi == 0.9 else 0.0)
+    assert trimmed / 300 <= 0.05
 
 
 def test_work_per_second_regression():
@@ -284,6 +284,6 @@ def test_trend_equals_scipy_kendall_and_finds_drift():
     tau, p = trend(x)
     ref = stats.kendalltau(np.arange(40), x)
     assert (tau, p) == pytest.approx((ref.statistic, ref.pvalue)) and p < 0.01
-    nulls = [trend(rng.normal(size=20))[1] for _ in range(2000)]
-    assert np.mean(np.array(nulls) < 0.05) <= 0.06
+    nulls = [trend(rng.normal(size=20))[1] for _ in range(1000)]
+    assert np.mean(np.array(nulls) < 0.05) <= 0.065
     assert math.isnan(trend(np.array([1.0, 2.0, 3.0]))[0])
