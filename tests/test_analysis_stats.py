@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import signal
 
-from perfsnake.analysis import analyse, comparison_rows, summary_rows
+from perfsnake.stages.analysis import analyse, comparison_rows, summary_rows
 
 
 def results(values: dict[str, np.ndarray]) -> list[dict]:
@@ -143,3 +143,15 @@ def test_precision_rounds_grow_at_most_threefold():
     assert d["records"]["b"]["add"] == list(range(6, 6 + GROWTH * 5)) and not d["done"]
     capped = decide({"b": noisy}, {"b": list(range(1, 1001))}, spec, 3)
     assert capped["done"] and not capped["records"]["b"]["met"]
+
+
+def test_pairs_without_variance_do_not_enlarge_the_family():
+    rng = np.random.default_rng(7)
+    data = results({"a": 100 + rng.normal(0, 1, 8), "b": 101.5 + rng.normal(0, 1, 8)})
+    for res in data:
+        res["metrics"]["constant"] = 1.0
+    rows = comparison_rows(data, info(metrics=["value", "constant"]))
+    value = next(r for r in rows if r["metric"] == "value")
+    constant = next(r for r in rows if r["metric"] == "constant")
+    assert value["p_adjusted"] == pytest.approx(value["p_value"])  # a family of one test
+    assert constant["p_value"] == 1.0 and not constant["significant"]

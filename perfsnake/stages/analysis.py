@@ -190,13 +190,17 @@ def comparison_rows(results: list[dict], info: Mapping[str, object]) -> list[dic
 def corrected(rows: list[dict[str, object]], correction: str, alpha: float) -> list[dict[str, object]]:
     """Add p_adjusted and correction to each row (one family) and decide
     `significant` on the adjusted p-value."""
-    adjusted = adjust([float(r["p_value"]) for r in rows], correction)  # type: ignore[arg-type]
+    # A pair without variance is no test (p is 0 or 1 by construction): it
+    # keeps its verdict and does not enlarge the family.
+    tests = [float(r["p_value"]) if math.isfinite(float(r["welch_t"])) else math.nan for r in rows]  # type: ignore[arg-type]
+    adjusted = adjust(tests, correction)
     for row, p_adj in zip(rows, adjusted):
-        raw_significant = bool(row["significant"])
-        row["p_adjusted"] = p_adj
         row["correction"] = correction
-        # A zero-variance pair keeps its verdict (p is 0 or 1 by construction).
-        row["significant"] = bool(p_adj < alpha) if math.isfinite(p_adj) else raw_significant
+        if math.isfinite(p_adj):
+            row["p_adjusted"] = p_adj
+            row["significant"] = bool(p_adj < alpha)
+        else:
+            row["p_adjusted"] = row["p_value"]
     return rows
 
 
