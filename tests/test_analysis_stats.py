@@ -155,3 +155,24 @@ def test_pairs_without_variance_do_not_enlarge_the_family():
     constant = next(r for r in rows if r["metric"] == "constant")
     assert value["p_adjusted"] == pytest.approx(value["p_value"])  # a family of one test
     assert constant["p_value"] == 1.0 and not constant["significant"]
+
+
+def test_campaign_statistics_options_are_validated(tmp_path):
+    import yaml
+
+    from perfsnake.campaign import load_campaign
+    from perfsnake.errors import CampaignError
+
+    def campaign(statistics):
+        data = {"name": "t", "benchmark": {"type": "command", "command": "echo {x}", "metrics": {"v": r"(\d+)"}},
+                "variables": {"x": [1, 2]}, "statistics": statistics}  # fmt: skip
+        path = tmp_path / "c.yaml"
+        path.write_text(yaml.safe_dump(data))
+        return path
+
+    loaded = load_campaign(campaign({"correction": "bh", "compare": ["x"], "metrics": ["v"]}))
+    assert loaded.data["statistics"]["correction"] == "bh"
+    with pytest.raises(CampaignError, match="statistics.compare"):
+        load_campaign(campaign({"compare": ["y"]}))
+    with pytest.raises(CampaignError, match="correction"):
+        load_campaign(campaign({"correction": "bonferroni"}))
