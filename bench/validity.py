@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perfsnake import precision  # noqa: E402
-from perfsnake.analysis import comparison_rows  # noqa: E402
+from perfsnake.stages.analysis import comparison_rows  # noqa: E402
 from perfsnake.stats import ar1_mean_factor, mean_intervals, steady_segment, welch_p_values  # noqa: E402
 
 BEFORE = "4eccd8c"  # the statistics before issue 18
