@@ -98,5 +98,5 @@ def decide(
 
 
 def next_plan(decision: Mapping[str, object]) -> dict[str, list[int]]:
-    records = decision["records"]
-    return {path: [*r["runs"], *r["add"]] for path, r in records.items()}  # type: ignore[union-attr, index]
+    records: Mapping[str, Mapping[str, list[int]]] = decision["records"]  # type: ignore[assignment]
+    return {path: [*r["runs"], *r["add"]] for path, r in records.items()}

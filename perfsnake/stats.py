@@ -86,7 +86,7 @@ def ar1_coefficient(r: float | np.ndarray, n: int) -> float | np.ndarray:
     return np.nan_to_num(np.clip(rho, PHI_LOW, PHI_HIGH), nan=0.0)
 
 
-def ar1_mean_factor(phi: float | np.ndarray, n: int) -> np.ndarray:
+def ar1_mean_factor(phi: float | np.ndarray, n: int | np.ndarray) -> np.ndarray:
     """n * Var(mean of n samples) / Var(sample) for a stationary AR(1) process."""
     phi = np.asarray(phi, dtype=float)
     safe = np.where(phi == 0, 0.5, phi)
@@ -104,7 +104,7 @@ def merge_sizes(x: np.ndarray, threshold: float = 0.1) -> tuple[np.ndarray, np.n
     n = x.shape[-1]
     r = lag1_rows(x)
     size = np.ones(len(x), dtype=int)
-    done = independent_enough(r, n, threshold) if n >= 3 else np.ones(len(x), dtype=bool)
+    done = np.asarray(independent_enough(r, n, threshold), dtype=bool) if n >= 3 else np.ones(len(x), dtype=bool)
     k = 1
     while not done.all() and n // (k + 1) >= MIN_SUBSESSIONS:
         k += 1
@@ -527,7 +527,7 @@ def _merge_close(y: np.ndarray, segments: list[tuple[int, int]], sigma: float, p
             break
         ends[i], sums[i] = ends[i + 1], sums[i] + sums[i + 1]
         del starts[i + 1], ends[i + 1], sums[i + 1]
-    return list(zip(starts, ends))
+    return list(zip(starts, ends, strict=True))
 
 
 def work_per_second(durations: np.ndarray, work: np.ndarray) -> tuple[float, float, float]:

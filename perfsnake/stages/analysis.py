@@ -85,7 +85,7 @@ def summary_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[s
         for key, x in samples_by_record(results, variables, metric).items():
             s = summarise(x, float(opts["confidence"]), float(opts["autocorrelation_threshold"]))  # type: ignore[arg-type]
             tau, p = trend(x)
-            row = {**dict(zip(variables, key)), "metric": metric, **s.as_dict(), "warmup_samples_dropped": dropped.get(key, 0),
+            row = {**dict(zip(variables, key, strict=True)), "metric": metric, **s.as_dict(), "warmup_samples_dropped": dropped.get(key, 0),
                    "trend_tau": tau, "trend_p": p,
                    "flags": [*spread_flags(x, float(opts["unstable_cv"]), float(opts["unstable_max_min"])), *machine[key]]}  # type: ignore[arg-type]  # fmt: skip
             if key in reached:
@@ -94,11 +94,12 @@ def summary_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[s
                 row["precision_runs_ok"] = reached[key]["ok"]
             rows.append(row)
     adjusted = adjust([float(r["trend_p"]) for r in rows], str(opts["correction"]))  # type: ignore[arg-type]
-    for row, p_adj in zip(rows, adjusted):
+    for row, p_adj in zip(rows, adjusted, strict=True):
+        flags: list[str] = list(row["flags"])  # type: ignore[call-overload]
         row["trend_p_adjusted"] = p_adj
         if p_adj < float(opts["alpha"]):  # type: ignore[arg-type]
-            row["flags"].append(f"trend over run order: tau {float(row['trend_tau']):+.2f}, adjusted p {p_adj:.2g}")  # type: ignore[union-attr, arg-type]
-        row["flags"] = "; ".join(row["flags"])  # type: ignore[arg-type]
+            flags.append(f"trend over run order: tau {float(row['trend_tau']):+.2f}, adjusted p {p_adj:.2g}")  # type: ignore[arg-type]
+        row["flags"] = "; ".join(flags)
     return rows
 
 
@@ -194,7 +195,7 @@ def corrected(rows: list[dict[str, object]], correction: str, alpha: float) -> l
     # keeps its verdict and does not enlarge the family.
     tests = [float(r["p_value"]) if math.isfinite(float(r["welch_t"])) else math.nan for r in rows]  # type: ignore[arg-type]
     adjusted = adjust(tests, correction)
-    for row, p_adj in zip(rows, adjusted):
+    for row, p_adj in zip(rows, adjusted, strict=True):
         row["correction"] = correction
         if math.isfinite(p_adj):
             row["p_adjusted"] = p_adj
@@ -276,7 +277,7 @@ def overhead_rows(main: list[dict], controls: Mapping[str, list[dict]], info: Ma
                     continue
                 comp, size = welch_on_subsessions(y, x, float(opts["confidence"]), float(opts["alpha"]), float(opts["autocorrelation_threshold"]))  # type: ignore[arg-type]
                 rows.append({
-                    **dict(zip(variables, key)), "instruments": label, "metric": metric,
+                    **dict(zip(variables, key, strict=True)), "instruments": label, "metric": metric,
                     "instrumented_mean": comp.mean_b, "control_mean": comp.mean_a,
                     "overhead": comp.relative_difference, "difference": comp.difference,
                     "diff_ci_low": comp.diff_ci_low, "diff_ci_high": comp.diff_ci_high,
