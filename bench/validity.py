@@ -153,8 +153,8 @@ def coverage_section(old) -> list[dict]:  # type: ignore[no-untyped-def]
             x = ar1(phi, (sims(count), n), rng) if phi else rng.normal(size=(sims(count), n))
             lo, hi, _ = mean_intervals(x, 0.95)
             olo, ohi = old_intervals(x, old)
-            out.append({"phi": phi, "n": n, "sims": len(x), "before": float(np.mean((olo <= 0) & (0 <= ohi))),
-                        "after": float(np.mean((lo <= 0) & (0 <= hi)))})  # fmt: skip
+            out.append({"phi": phi, "n": n, "sims": len(x), "before": float(np.mean((olo <= 0) & (ohi >= 0))),
+                        "after": float(np.mean((lo <= 0) & (hi >= 0)))})  # fmt: skip
     return out
 
 
