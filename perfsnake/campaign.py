@@ -451,6 +451,9 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
             raise CampaignError(origin, f"statistics.baseline.{var}", f"{value_text(data['statistics']['baseline'][var])!r} is not a value of {var}")
     if data["statistics"]["warmup"] == "wps" and benchmark.readings("") is None and not (isinstance(data["benchmark"], dict) and data["benchmark"].get("readings")):
         raise CampaignError(origin, "statistics.warmup", "wps needs unit readings: set benchmark.readings (a regex with work and seconds groups)")
+    for var in data["statistics"].get("compare") or []:
+        if var not in order:
+            raise CampaignError(origin, "statistics.compare", f"{var!r} is not a variable (variables: {', '.join(order)})")
     precision = None
     if "precision" in data:
         precision = dict(data["precision"])  # defaults filled from the schema

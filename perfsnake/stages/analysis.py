@@ -1,13 +1,15 @@
 """Per-record summaries and pairwise comparisons of a campaign's results.
 
 summary.csv: one row per record and metric (n, mean, median, std, cv, min,
-max, interval of the mean on subsession means, BCa interval of the median,
-lag-1 autocorrelation, subsession size, samples dropped as warm-up or
-cool-down).
+max, interval of the mean on subsession means, exact order-statistic
+interval of the median with its achieved level, lag-1 autocorrelation,
+subsession size, samples dropped as warm-up or cool-down, stability flags).
 
 comparisons.csv: Welch's test for every pair of records that differ in
 exactly one variable (or, with a baseline, each record against the record
-that differs from it only by carrying the baseline value).
+that differs from it only by carrying the baseline value), with raw and
+multiplicity-adjusted p-values (Holm, Benjamini-Hochberg or none, over all
+of the campaign's comparisons); `significant` is decided on the adjusted one.
 """
 
 from __future__ import annotations
@@ -20,9 +22,17 @@ from pathlib import Path
 import numpy as np
 
 from perfsnake.escape import value_text
-from perfsnake.stats import summarise, welch_on_subsessions
+from perfsnake.stats import spread_flags, summarise, trend, welch_on_subsessions
 
-DEFAULTS = {"confidence": 0.95, "alpha": 0.05, "statistic": "mean", "autocorrelation_threshold": 0.1, "baseline": None, "warmup": "changepoint"}
+DEFAULTS = {
+    "confidence": 0.95, "alpha": 0.05, "statistic": "mean", "autocorrelation_threshold": 0.1, "baseline": None,
+    "warmup": "changepoint", "correction": "holm", "compare": None, "metrics": None, "unstable_cv": 0.1,
+    "unstable_max_min": 1.5,
+}  # fmt: skip
+#: Keys of a significant.md warning row that do not name the record.
+SUMMARY_FIELDS = {"metric", "flags"}
+#: statistics.correction -> statsmodels' multipletests method.
+CORRECTIONS = {"holm": "holm", "bh": "fdr_bh"}
 
 
 def options(info: Mapping[str, object]) -> dict[str, object]:
@@ -61,22 +71,60 @@ def summary_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[s
     variables = list(info["variables"])  # type: ignore[call-overload]
     dropped: dict[tuple[str, ...], int] = {}
     reached: dict[tuple[str, ...], dict[str, object]] = {}
+    runs: dict[tuple[str, ...], list[dict]] = {}
     for res in results:
+        key = _key(res, variables)
+        runs.setdefault(key, []).append(res)
         if res.get("precision"):
-            reached[_key(res, variables)] = res["precision"]
+            reached[key] = res["precision"]
         steady = res.get("steady") or {}
-        dropped[_key(res, variables)] = dropped.get(_key(res, variables), 0) + int(steady.get("removed", 0))
+        dropped[key] = dropped.get(key, 0) + int(steady.get("removed", 0))
+    machine = {key: machine_drift_flags(r, results) for key, r in runs.items()}
     rows = []
     for metric in numeric_metrics(results):
         for key, x in samples_by_record(results, variables, metric).items():
             s = summarise(x, float(opts["confidence"]), float(opts["autocorrelation_threshold"]))  # type: ignore[arg-type]
-            row = {**dict(zip(variables, key)), "metric": metric, **s.as_dict(), "warmup_samples_dropped": dropped.get(key, 0)}
+            tau, p = trend(x)
+            row = {**dict(zip(variables, key, strict=True)), "metric": metric, **s.as_dict(), "warmup_samples_dropped": dropped.get(key, 0),
+                   "trend_tau": tau, "trend_p": p,
+                   "flags": [*spread_flags(x, float(opts["unstable_cv"]), float(opts["unstable_max_min"])), *machine[key]]}  # type: ignore[arg-type]  # fmt: skip
             if key in reached:
                 row["precision_target_met"] = reached[key]["met"]
                 row["precision_rel_ci"] = reached[key]["rel_ci"]
                 row["precision_runs_ok"] = reached[key]["ok"]
             rows.append(row)
+    adjusted = adjust([float(r["trend_p"]) for r in rows], str(opts["correction"]))  # type: ignore[arg-type]
+    for row, p_adj in zip(rows, adjusted, strict=True):
+        flags: list[str] = list(row["flags"])  # type: ignore[call-overload]
+        row["trend_p_adjusted"] = p_adj
+        if p_adj < float(opts["alpha"]):  # type: ignore[arg-type]
+            flags.append(f"trend over run order: tau {float(row['trend_tau']):+.2f}, adjusted p {p_adj:.2g}")  # type: ignore[arg-type]
+        row["flags"] = "; ".join(flags)
     return rows
+
+
+def machine_drift_flags(record_runs: list[dict], campaign_runs: list[dict]) -> list[str]:
+    """Hook for machine-state warnings of one record: its runs (result dicts
+    in any order) and all of the campaign's runs, each possibly carrying the
+    machine state recorded around it under the key "machine". Returns the
+    warnings to add to the record's `flags` (none until machine state is
+    recorded)."""
+    if not any(r.get("machine") for r in record_runs):
+        return []
+    return []
+
+
+def adjust(p_values: list[float], correction: str) -> list[float]:
+    """Multiplicity-adjusted p-values (statsmodels' multipletests) over one
+    family; nan entries stay nan and do not count as tests."""
+    p = np.asarray(p_values, dtype=float)
+    out = p.copy()
+    tested = np.isfinite(p)
+    if correction != "none" and tested.any():
+        from statsmodels.stats.multitest import multipletests
+
+        out[tested] = multipletests(p[tested], method=CORRECTIONS[correction])[1]
+    return [float(v) for v in out]
 
 
 def pairs(
@@ -114,13 +162,21 @@ def pairs(
 
 
 def comparison_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[str, object]]:
+    """Welch's tests between records one variable apart, limited to
+    statistics.compare (variables) and statistics.metrics when given, with
+    p-values adjusted over all of them (statistics.correction)."""
     opts = options(info)
     variables = list(info["variables"])  # type: ignore[call-overload]
+    compared = opts["compare"] or variables
     rows = []
     for metric in numeric_metrics(results):
+        if opts["metrics"] and metric not in opts["metrics"]:  # type: ignore[operator]
+            continue
         samples = samples_by_record(results, variables, metric)
         keys = [k for k, x in samples.items() if len(x) >= 2]
         for a, b, var in pairs(keys, variables, opts["baseline"], info.get("values")):  # type: ignore[arg-type]
+            if var not in compared:  # type: ignore[operator]
+                continue
             comp, size = welch_on_subsessions(samples[a], samples[b], float(opts["confidence"]), float(opts["alpha"]), float(opts["autocorrelation_threshold"]))  # type: ignore[arg-type]
             fixed = {v: a[j] for j, v in enumerate(variables) if v != var}
             rows.append({
@@ -129,6 +185,23 @@ def comparison_rows(results: list[dict], info: Mapping[str, object]) -> list[dic
                 "n_a": len(samples[a]), "n_b": len(samples[b]), "subsession_size": size,
                 **comp.__dict__, "alpha": opts["alpha"], "confidence": opts["confidence"],
             })  # fmt: skip
+    return corrected(rows, str(opts["correction"]), float(opts["alpha"]))  # type: ignore[arg-type]
+
+
+def corrected(rows: list[dict[str, object]], correction: str, alpha: float) -> list[dict[str, object]]:
+    """Add p_adjusted and correction to each row (one family) and decide
+    `significant` on the adjusted p-value."""
+    # A pair without variance is no test (p is 0 or 1 by construction): it
+    # keeps its verdict and does not enlarge the family.
+    tests = [float(r["p_value"]) if math.isfinite(float(r["welch_t"])) else math.nan for r in rows]  # type: ignore[arg-type]
+    adjusted = adjust(tests, correction)
+    for row, p_adj in zip(rows, adjusted, strict=True):
+        row["correction"] = correction
+        if math.isfinite(p_adj):
+            row["p_adjusted"] = p_adj
+            row["significant"] = bool(p_adj < alpha)
+        else:
+            row["p_adjusted"] = row["p_value"]
     return rows
 
 
@@ -144,29 +217,41 @@ def write_csv(path: Path, rows: list[dict[str, object]], first: list[str]) -> No
         writer.writerows(rows)
 
 
-def write_significant(path: Path, rows: list[dict[str, object]], campaign: str) -> None:
-    """A short Markdown list of the significant differences, largest first."""
+def write_significant(path: Path, rows: list[dict[str, object]], campaign: str, summary: list[dict[str, object]] | None = None) -> None:
+    """A short Markdown list of the significant differences, largest first,
+    then the records with stability warnings."""
     sig = sorted((r for r in rows if r["significant"]), key=lambda r: -abs(float(r["relative_difference"]) if r["relative_difference"] == r["relative_difference"] else 0))  # type: ignore[arg-type]
     lines = [f"# {campaign}: significant differences", ""]
     if not rows:
         lines.append("No pair of records could be compared (each needs at least two ok runs).")
-    elif not sig:
-        lines.append(f"None of the {len(rows)} comparisons is significant.")
+    else:
+        correction = str(rows[0].get("correction", "none"))
+        how = {"holm": "Holm-adjusted (family-wise error)", "bh": "Benjamini-Hochberg-adjusted (false-discovery rate)"}.get(correction, "uncorrected")
+        raw = sum(float(r["p_value"]) < float(r["alpha"]) for r in rows)  # type: ignore[arg-type]
+        lines.append(f"{len(sig)} of {len(rows)} comparisons significant on {how} p-values ({raw} before correction).")
+        lines.append("")
     for r in sig:
         lines.append(
             f"- {r['metric']}: {r['variable']} {r['b']} vs {r['a']} ({r['fixed'] or 'no other variable'}): "
-            f"{float(r['relative_difference']):+.2%}, p = {float(r['p_value']):.3g}, "  # type: ignore[arg-type]
+            f"{float(r['relative_difference']):+.2%}, p = {float(r['p_value']):.3g}, adjusted p = {float(r.get('p_adjusted', r['p_value'])):.3g}, "  # type: ignore[arg-type]
             f"difference CI [{float(r['diff_ci_low']):.4g}, {float(r['diff_ci_high']):.4g}]"  # type: ignore[arg-type]
         )
+    flagged = [r for r in summary or [] if r.get("flags")]
+    if flagged:
+        lines += ["", "## Stability warnings", ""]
+        for r in flagged:
+            record = ", ".join(f"{k}={v}" for k, v in r.items() if k not in SUMMARY_FIELDS) or "the campaign"
+            lines.append(f"- {r['metric']} ({record}): {r['flags']}")
     path.write_text("\n".join(lines) + "\n")
 
 
 def analyse(results: list[dict], info: Mapping[str, object], summary: Path, comparisons: Path, significant: Path) -> None:
     variables = list(info["variables"])  # type: ignore[call-overload]
-    write_csv(summary, summary_rows(results, info), [*variables, "metric"])
+    rows = summary_rows(results, info)
+    write_csv(summary, rows, [*variables, "metric"])
     comps = comparison_rows(results, info)
     write_csv(comparisons, comps, ["metric", "variable", "a", "b", "fixed"])
-    write_significant(significant, comps, str(info["name"]))
+    write_significant(significant, comps, str(info["name"]), [{**{v: r[v] for v in variables}, "metric": r["metric"], "flags": r["flags"]} for r in rows])
 
 
 def overhead_rows(main: list[dict], controls: Mapping[str, list[dict]], info: Mapping[str, object]) -> list[dict[str, object]]:
@@ -192,11 +277,11 @@ def overhead_rows(main: list[dict], controls: Mapping[str, list[dict]], info: Ma
                     continue
                 comp, size = welch_on_subsessions(y, x, float(opts["confidence"]), float(opts["alpha"]), float(opts["autocorrelation_threshold"]))  # type: ignore[arg-type]
                 rows.append({
-                    **dict(zip(variables, key)), "instruments": label, "metric": metric,
+                    **dict(zip(variables, key, strict=True)), "instruments": label, "metric": metric,
                     "instrumented_mean": comp.mean_b, "control_mean": comp.mean_a,
                     "overhead": comp.relative_difference, "difference": comp.difference,
                     "diff_ci_low": comp.diff_ci_low, "diff_ci_high": comp.diff_ci_high,
                     "welch_t": comp.welch_t, "df": comp.df, "p_value": comp.p_value,
                     "significant": comp.significant, "n_instrumented": len(x), "n_control": len(y),
                 })  # fmt: skip
-    return rows
+    return corrected(rows, str(opts["correction"]), float(opts["alpha"]))  # type: ignore[arg-type]
