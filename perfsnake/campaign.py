@@ -23,12 +23,12 @@ from perfsnake import ROOT, expressions
 from perfsnake.benchmarks import BUILTINS, make_benchmark
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.errors import CampaignError, did_you_mean
+from perfsnake.schema import fill_defaults, load_schema, schema_defaults  # noqa: F401 - re-exported
 from perfsnake.escape import key_component, record_path, value_text
 from perfsnake.instruments import Instruments
 from perfsnake.platforms import PLATFORMS as PLATFORM_FACTORIES
 from perfsnake.platforms import Local, Platform, make_platform
 
-SCHEMA_DIR = ROOT / "config" / "schemas"
 
 #: Columns of the aggregated CSV that variables and metrics may not shadow.
 RESERVED = ("campaign", "benchmark", "run", "status", "exit_code", "wall_s", "start", "end")
@@ -68,11 +68,6 @@ def load_yaml(path: Path, origin: str) -> Any:
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
         raise CampaignError(origin, where, f"invalid YAML: {problem}") from None
     return data
-
-
-@cache
-def load_schema(name: str) -> dict:
-    return yaml.safe_load((SCHEMA_DIR / name).read_text())
 
 
 def _dotted(path: Any) -> str:
@@ -198,26 +193,6 @@ def _platform_error(spec: Any, origin: str) -> CampaignError:
         return CampaignError(origin, "platform.type", f"unknown platform {_show(kind)} (choose from {', '.join(PLATFORMS)})")
     error = _sub_schema_error(spec, f"{kind}_platform", "platform", origin)
     return error or CampaignError(origin, "platform", "invalid platform")
-
-
-def fill_defaults(data: dict, schema: dict) -> dict:
-    """Defaults from the schema, filled into nested mappings too (jsonschema
-    does not fill them): the schema is the one place a default is written."""
-    out = dict(data)
-    for key, sub in schema.get("properties", {}).items():
-        if key not in out and "default" in sub:
-            out[key] = sub["default"]
-        if isinstance(out.get(key), dict) and "properties" in sub:
-            out[key] = fill_defaults(out[key], sub)
-    return out
-
-
-def schema_defaults(*path: str, schema: str = "campaign.schema.yaml") -> dict:
-    """The defaults of a nested object of a schema (e.g. "statistics")."""
-    sub = load_schema(schema)
-    for key in path:
-        sub = sub["properties"][key]
-    return fill_defaults({}, sub)
 
 
 @dataclass(frozen=True)

@@ -176,3 +176,18 @@ def test_campaign_statistics_options_are_validated(tmp_path):
         load_campaign(campaign({"compare": ["y"]}))
     with pytest.raises(CampaignError, match="correction"):
         load_campaign(campaign({"correction": "bonferroni"}))
+
+
+def test_machine_drift_and_busy_machine_flags():
+    from perfsnake.stages.analysis import machine_drift_flags
+
+    def run(start, load, other, wall=1.0):
+        return {"start_epoch": start, "wall_s": wall, "machine": {"load1": load, "other_cpu_s": other}}
+
+    quiet = [run(i, 0.2, 0.05) for i in range(10)]
+    assert machine_drift_flags(quiet[:3], quiet) == []
+    late = [run(100 + i, 3.5, 1.4) for i in range(3)]
+    flags = machine_drift_flags(late, quiet + late)
+    assert any(f.startswith("busy machine: other processes used 1.4 CPUs") for f in flags)
+    assert any(f.startswith("machine drift: load 3.5") for f in flags)
+    assert machine_drift_flags([{"wall_s": 1.0}], quiet) == []

@@ -4,7 +4,7 @@ registries, and the package's imports have no cycle and point down the layers.""
 from __future__ import annotations
 
 from perfsnake.benchmarks import BUILTINS
-from perfsnake.campaign import load_schema
+from perfsnake.schema import load_schema
 from perfsnake.devtools import imports
 from perfsnake.instruments.registry import HOOKS, LIBS, SECTIONS, WRAPPERS
 from perfsnake.platforms import PLATFORMS
@@ -38,7 +38,7 @@ def test_every_instrument_kind_is_registered_once_under_its_name():
 
 
 def test_defaults_are_written_once_in_the_schema():
-    from perfsnake.campaign import schema_defaults
+    from perfsnake.schema import schema_defaults
 
     stats = schema_defaults("statistics")
     assert stats["confidence"] == 0.95 and stats["warmup"] == "changepoint" and stats["statistic"] == "mean"

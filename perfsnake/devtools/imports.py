@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.template": 1,
     "perfsnake.layout": 1,
     "perfsnake.results": 1,
+    "perfsnake.schema": 1,
     "perfsnake.machine": 1,
     "perfsnake.stats": 1,
     "perfsnake.precision": 2,

@@ -21,14 +21,18 @@ from pathlib import Path
 
 import numpy as np
 
+from perfsnake.schema import schema_defaults
 from perfsnake.escape import value_text
 from perfsnake.stats import spread_flags, summarise, trend, welch_on_subsessions
 
-DEFAULTS = {
-    "confidence": 0.95, "alpha": 0.05, "statistic": "mean", "autocorrelation_threshold": 0.1, "baseline": None,
-    "warmup": "changepoint", "correction": "holm", "compare": None, "metrics": None, "unstable_cv": 0.1,
-    "unstable_max_min": 1.5,
-}  # fmt: skip
+#: Optional statistics keys without a default; every other default is the
+#: schema's (config/schemas/campaign.schema.yaml), written there once.
+UNSET = {"baseline": None, "compare": None, "metrics": None}
+#: Machine-state drift: other processes busy with more than this many CPUs on
+#: average during a record's runs, or a 1-minute load at its runs' start this
+#: much above the campaign's first runs.
+BUSY_CPUS = 0.5
+LOAD_DRIFT = 1.0
 #: Keys of a significant.md warning row that do not name the record.
 SUMMARY_FIELDS = {"metric", "flags"}
 #: statistics.correction -> statsmodels' multipletests method.
@@ -36,7 +40,7 @@ CORRECTIONS = {"holm": "holm", "bh": "fdr_bh"}
 
 
 def options(info: Mapping[str, object]) -> dict[str, object]:
-    return {**DEFAULTS, **dict(info.get("statistics") or {})}  # type: ignore[call-overload]
+    return {**UNSET, **schema_defaults("statistics"), **dict(info.get("statistics") or {})}  # type: ignore[call-overload]
 
 
 def _key(result: Mapping[str, object], variables: list[str]) -> tuple[str, ...]:
@@ -109,9 +113,19 @@ def machine_drift_flags(record_runs: list[dict], campaign_runs: list[dict]) -> l
     machine state recorded around it under the key "machine". Returns the
     warnings to add to the record's `flags` (none until machine state is
     recorded)."""
-    if not any(r.get("machine") for r in record_runs):
+    states = [(r["machine"], r) for r in record_runs if r.get("machine")]
+    if not states:
         return []
-    return []
+    flags = []
+    busy = [m["other_cpu_s"] / r["wall_s"] for m, r in states if m.get("other_cpu_s") is not None and r.get("wall_s")]
+    if busy and float(np.median(busy)) > BUSY_CPUS:
+        flags.append(f"busy machine: other processes used {float(np.median(busy)):.1f} CPUs during its runs (median)")
+    first = sorted((r for r in campaign_runs if (r.get("machine") or {}).get("load1") is not None), key=lambda r: r.get("start_epoch", 0))
+    reference = [r["machine"]["load1"] for r in first[: max(3, len(first) // 10)]]
+    loads = [m["load1"] for m, _ in states if m.get("load1") is not None]
+    if reference and loads and float(np.median(loads)) - float(np.median(reference)) > LOAD_DRIFT:
+        flags.append(f"machine drift: load {float(np.median(loads)):.1f} at its runs' start vs {float(np.median(reference)):.1f} at the campaign's first runs")
+    return flags
 
 
 def adjust(p_values: list[float], correction: str) -> list[float]:

@@ -65,7 +65,9 @@ def _top_differences(campaign: str, n: int = 3) -> list[str]:
     for row in sorted(rows, key=size, reverse=True)[:n]:
         rel = float(row.get("relative_difference") or 0)
         where = f" ({row['fixed']})" if row.get("fixed") else ""
-        out.append(f"{row.get('metric')}: {row.get('variable')} {row.get('a')} -> {row.get('b')}{where}: {rel:+.1%}, p = {float(row.get('p_value') or 'nan'):.2g}")
+        p = row.get("p_adjusted") or row.get("p_value") or "nan"
+        label = "adjusted p" if row.get("p_adjusted") else "p"
+        out.append(f"{row.get('metric')}: {row.get('variable')} {row.get('a')} -> {row.get('b')}{where}: {rel:+.1%}, {label} = {float(p):.2g}")
     return out
 
 
