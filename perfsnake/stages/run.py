@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfsnake import layout
+from perfsnake import layout, safefile
 from perfsnake.benchmarks.base import RunContext, source_key
 from perfsnake.escape import value_text
+from perfsnake.hostlock import host_lock
 from perfsnake.instruments.base import Context
 
 if TYPE_CHECKING:
@@ -120,10 +121,26 @@ def execute(
 ) -> int:
     """Run one benchmark through the platform's launcher; returns its exit code.
 
-    Pre-run hooks run before the launcher starts, teardown and post-run hooks
-    after it returned, whatever happened; what each did goes to hooks.json.
+    The host's benchmark lock is held from before the pre-run hooks to after
+    the post-run hooks, so no other invocation's run overlaps any of it.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
+    with host_lock():
+        return _execute_locked(launch, run_dir, script, timeout_s, progress, campaign, label, hooks)
+
+
+def _execute_locked(
+    launch: Launch,
+    run_dir: Path,
+    script: str,
+    timeout_s: float | None,
+    progress: Progress | None,
+    campaign: str,
+    label: str,
+    hooks: tuple[list, list, object] | None,
+) -> int:
+    """Pre-run hooks run before the launcher starts, teardown and post-run hooks
+    after it returned, whatever happened; what each did goes to hooks.json."""
     if not hooks or not (hooks[0] or hooks[1]):
         return _launch(launch, run_dir, script, timeout_s, progress, campaign, label)
     pre, post, ctx = hooks
@@ -142,7 +159,7 @@ def execute(
                 report.append(_hook_entry(hook, "teardown", done))
         for hook in post:
             report.append(_hook_entry(hook, "post", hook.apply(ctx, "post")))
-        (run_dir / HOOKS_FILE).write_text(json.dumps(report, indent=1, default=str) + "\n")
+        safefile.write_text(run_dir / HOOKS_FILE, json.dumps(report, indent=1, default=str) + "\n")
 
 
 def _launch(

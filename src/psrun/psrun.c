@@ -499,8 +499,11 @@ static void write_state(const char *dir)
 		  0644);
 	if (fd < 0)
 		return;
-	snprintf(text, sizeof(text), "sid %d %llu\n", (int)getsid(0), pi.start);
-	if (write(fd, text, strlen(text)) < 0)
+	snprintf(text, sizeof(text), "sid %d %llu\ncontainment ", (int)getsid(0),
+		 pi.start);
+	if (write(fd, text, strlen(text)) < 0 ||
+	    write(fd, containment, strlen(containment)) < 0 ||
+	    write(fd, "\n", 1) < 0)
 		fprintf(stderr, "psrun: %s: %s\n", path, strerror(errno));
 	close(fd);
 }
@@ -626,14 +629,6 @@ static int wait_child(pid_t pid, pid_t parent, double limit, int *wstatus,
 	}
 }
 
-static int term_member(pid_t pid, const struct proc_info *pi, void *arg)
-{
-	(void)pi;
-	(void)arg;
-	kill(pid, SIGTERM);
-	return 1;
-}
-
 /* SIGTERM the whole process group (and, in a cgroup, every member), then
  * SIGKILL everything after `grace` seconds. */
 static int stop_group(pid_t pid, double grace, int *wstatus, struct rusage *ru)
@@ -652,8 +647,6 @@ static int stop_group(pid_t pid, double grace, int *wstatus, struct rusage *ru)
 			kill((pid_t)atoi(line), SIGTERM);
 		if (f)
 			fclose(f);
-	} else {
-		(void)term_member;
 	}
 	r = wait_child(pid, getppid(), grace, wstatus, ru);
 	if (r != 1) {
@@ -809,6 +802,8 @@ int main(int argc, char **argv)
 	sweep_session(dir);
 	cgfd = setup_cgroup(dir);
 	use_cgroup = cgfd >= 0;
+	if (use_cgroup)
+		snprintf(containment, sizeof(containment), "cgroup2:%s", cg_path);
 	write_state(dir);
 	out = open_out(dir, "stdout.txt");
 	err = open_out(dir, "stderr.txt");
@@ -837,8 +832,8 @@ int main(int argc, char **argv)
 	r = wait_child(pid, parent, timeout, &wstatus, &ru);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	clock_gettime(CLOCK_REALTIME, &w1);
-	if (use_cgroup)
-		snprintf(containment, sizeof(containment), "cgroup2:%s", cg_path);
+	if (!use_cgroup) /* clone3 refused the cgroup */
+		snprintf(containment, sizeof(containment), "subreaper");
 
 	if (r < 0) {
 		/* Aborted from outside: stop the run and leave no status file.
