@@ -196,20 +196,27 @@ def _group_kill_case(psrun, tmp_path, how):
     grandchild = read_pid(tmp_path / "gc.pid")
     if how == "group":
         os.killpg(holder.pid, signal.SIGKILL)
+    elif how == "interrupt":  # Ctrl-C: SIGINT to the foreground process group
+        os.killpg(holder.pid, signal.SIGINT)
     else:
         os.kill(holder.pid, signal.SIGKILL)
-    holder.wait(timeout=5)
-    return bench, grandchild
+    return holder, bench, grandchild
 
 
-@pytest.mark.parametrize("how", ["group", "parent"])
+@pytest.mark.parametrize("how", ["group", "parent", "interrupt"])
 def test_killed_caller_ends_the_run_within_a_second(psrun, tmp_path, containment, how):
-    bench, grandchild = _group_kill_case(psrun, tmp_path, how)
+    # psrun leaves the caller's process group (so that a group kill cannot
+    # take it before it stopped the benchmark), yet a signal to that group
+    # still ends the run.
+    holder, bench, grandchild = _group_kill_case(psrun, tmp_path, how)
     killed = time.monotonic()
     for pid in (bench, grandchild):
         assert_gone(pid, within=2.0)
     assert time.monotonic() - killed < 2.0
     assert not (tmp_path / "status.json").exists()
+    if holder.poll() is None:
+        os.killpg(holder.pid, signal.SIGKILL)
+    holder.wait(timeout=5)
 
 
 def test_next_attempt_sweeps_what_a_killed_launcher_left(psrun, tmp_path, containment):
