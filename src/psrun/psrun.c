@@ -194,6 +194,7 @@ static void reap_all(void)
 
 /* ---- containment -------------------------------------------------------- */
 
+static pid_t sentinel_pid = -1;   /* see start_sentinel */
 static int use_cgroup;           /* run cgroup created and used */
 static char cg_path[4096];       /* the run's cgroup directory */
 static char containment[4200] = "subreaper";
@@ -396,8 +397,8 @@ static pid_t fork_contained(int cgfd)
 
 static int kill_child_of_me(pid_t pid, const struct proc_info *pi, void *arg)
 {
-	(void)arg;
-	if (pi->ppid != getpid())
+	/* The sentinel is psrun's, not the run's: it dies with psrun. */
+	if (pi->ppid != getpid() || pid == *(pid_t *)arg)
 		return 0;
 	kill(pid, SIGKILL);
 	return 1;
@@ -412,7 +413,7 @@ static int kill_descendants(void)
 	int killed = 0, n;
 
 	do {
-		n = each_process(kill_child_of_me, NULL);
+		n = each_process(kill_child_of_me, &sentinel_pid);
 		killed += n;
 		reap_all();
 		if (n)
@@ -793,7 +794,7 @@ int main(int argc, char **argv)
 	if (getppid() != parent)
 		return 128 + SIGHUP;
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	sentinel = start_sentinel();
+	sentinel = sentinel_pid = start_sentinel();
 	if (sentinel < 0)
 		die("fork");
 	setsid(); /* fails only for a group leader, already out of the caller's group */
