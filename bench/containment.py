@@ -4,8 +4,8 @@ Three experiments with the real workflow, in scratch directories:
 
   kills        a campaign whose runs start a detached grandchild and a
                self-detaching daemon hook; Snakemake (or its process group,
-               alternately) is killed with SIGKILL at a random moment, N
-               times, each attempt resuming the previous one (--unlock,
+               alternately) is killed with SIGKILL at a random moment (0 to
+               4 s after its first run began), N times, each attempt resuming the previous one (--unlock,
                --rerun-incomplete); counted 1 s after each kill: processes
                of the campaign still alive (working directory inside it).
                Then the campaign is finished and its runs checked for
@@ -116,12 +116,18 @@ def overlapping_pairs(intervals: list[tuple[float, float]]) -> int:
 def kills(root: Path, n: int, rng: random.Random) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="containment-kills-"))
     camp = write(workdir, campaign("k", runs=n + 4, sleep=1.5))
-    left_per_kill = []
+    left_per_kill: list[int] = []
+    alive_at_kill: list[int] = []
     for i in range(n):
         run(root, workdir, camp, "--unlock", "all")
         proc = subprocess.Popen(argv(root, camp, "--cores", "1", "all", "--rerun-incomplete"), cwd=workdir,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-        time.sleep(rng.uniform(1.0, 6.0))
+        # A random moment once the runs have begun: in a hook, a run, between two.
+        deadline = time.monotonic() + 120
+        while not inside(workdir) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0.0, 4.0))
+        alive_at_kill.append(len(inside(workdir)))
         if i % 2:
             os.killpg(proc.pid, signal.SIGKILL)
         else:
@@ -141,7 +147,7 @@ def kills(root: Path, n: int, rng: random.Random) -> dict:
     intervals = spans(workdir, ["k"])
     left = inside(workdir)
     clean(left)
-    return {"kills": n, "processes_left_1s_after_each_kill": left_per_kill, "total_left": sum(left_per_kill),
+    return {"kills": n, "processes_of_the_run_alive_at_each_kill": alive_at_kill, "processes_left_1s_after_each_kill": left_per_kill, "total_left": sum(left_per_kill),
             "runs_recorded": len(intervals), "overlapping_pairs": overlapping_pairs(intervals), "workdir": str(workdir)}  # fmt: skip
 
 

@@ -210,3 +210,32 @@ def test_planted_link_is_reported_never_followed(tmp_path):
     assert result["status"] == "ok"
     assert {"result.json.tmp", "samples.csv", "hooks.json"} <= set(result["links"])
     assert json.loads((run / "status.json").read_text())["links"] == result["links"]
+
+
+def test_host_lock_path_default_config_and_environment(monkeypatch):
+    import socket
+
+    from perfsnake import hostlock
+
+    monkeypatch.delenv(hostlock.LOCK_ENV, raising=False)
+    hostlock.configure(None)
+    assert hostlock.lock_path() == hostlock.default_dir() / "bench.lock"
+    if os.geteuid() == 0:
+        assert hostlock.lock_path() == Path("/run/perfsnake/bench.lock")
+    hostlock.configure("/shared/locks/{host}.lock")  # one lock per node of a cluster
+    assert hostlock.lock_path() == Path(f"/shared/locks/{socket.gethostname()}.lock")
+    monkeypatch.setenv(hostlock.LOCK_ENV, "/elsewhere/bench.lock")
+    assert hostlock.lock_path() == Path("/elsewhere/bench.lock")
+    hostlock.configure(None)
+
+
+def test_marked_components_are_stable_distinct_and_short():
+    from perfsnake.escape import record_path
+
+    long_a, long_b = "a" * 300, "a" * 299 + "b"
+    pa, pb = record_path({"x": long_a}, ["x"]), record_path({"x": long_b}, ["x"])
+    assert pa != pb and len(pa) <= 120 and pa == record_path({"x": long_a}, ["x"])
+    mask = "0x" + "f" * 24
+    assert record_path({"x": mask}, ["x"]) == f"x-{mask}~"
+    assert record_path({"x": "0x" + "f" * 18}, ["x"]) == "x-0x" + "f" * 18  # below Snakemake's limit: unchanged
+    assert record_path({"x": 1, "y": 2}, ["x", "y"]) == "x-1/y-2"
