@@ -68,6 +68,15 @@ def _containment(out_dir: Path) -> str | None:
     return None
 
 
+def _kill_cgroup(containment: str | None) -> None:
+    """Last resort when a daemon's launcher did not end: its cgroup's kill switch."""
+    if containment and containment.startswith("cgroup2:"):
+        try:
+            Path(containment.split(":", 1)[1], "cgroup.kill").write_text("1")
+        except OSError:
+            pass
+
+
 def _render(template: str, ctx: Context) -> str:
     return render(template, {**ctx.params, "run_dir": ctx.run_dir})
 
@@ -128,6 +137,7 @@ class Daemon(Hook):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+                _kill_cgroup(containment)
         status_file = out_dir / "status.json"
         if status_file.exists():
             containment = json.loads(status_file.read_text()).get("containment", containment)
