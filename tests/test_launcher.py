@@ -171,7 +171,8 @@ def test_setsid_grandchild_ends_with_the_run(psrun, tmp_path, containment, timeo
     assert s["status"] == ("timeout" if timeout else "ok")
     assert s["containment"] == "subreaper" if containment == "subreaper" else s["containment"].startswith("cgroup2:/")
     assert not _alive(read_pid(tmp_path / "gc.pid"))
-    assert s["leftovers_killed"] >= 1
+    if not timeout:  # (on a time-out, a cgroup's members already got SIGTERM)
+        assert s["leftovers_killed"] >= 1
     if containment == "cgroup":
         assert not Path(s["containment"].split(":", 1)[1]).exists()
 
