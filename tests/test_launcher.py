@@ -221,7 +221,8 @@ def test_killed_caller_ends_the_run_within_a_second(psrun, tmp_path, containment
 
 
 def test_next_attempt_sweeps_what_a_killed_launcher_left(psrun, tmp_path, containment):
-    proc = subprocess.Popen([str(psrun), "--dir", str(tmp_path), "--", "/bin/sh", "-c", f"echo $$ > {tmp_path}/pid; exec sleep 60"])
+    # Working in its run directory, as command.sh makes every benchmark do.
+    proc = subprocess.Popen([str(psrun), "--dir", str(tmp_path), "--", "/bin/sh", "-c", f"cd {tmp_path}; echo $$ > pid; exec sleep 60"])
     bench = read_pid(tmp_path / "pid")
     (tmp_path / "pid").unlink()
     # The launcher itself dies outright: nobody stops the benchmark now...

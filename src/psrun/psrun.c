@@ -15,14 +15,14 @@
  * sessions or double forks. Elsewhere psrun is a child subreaper and kills
  * every descendant left. status.json says which ("containment").
  *
- * Dying with the workflow: psrun runs in a session of its own, so a kill of
- * the workflow's process group or session does not take psrun away before
- * it has stopped the benchmark. It notices its parent's death (death signal,
- * getppid), and a small sentinel child left in the caller's process group
- * dies of any signal sent to that group (Ctrl-C, kill -9 -PGID), which
- * psrun treats as an abort. A launcher killed outright is cleaned up by the
- * next attempt of the same run: at start, psrun kills what is left in the
- * run's cgroup and in the session recorded in RUN_DIR/.psrun.state.
+ * Dying with the workflow: psrun leaves the caller's process group, so a kill
+ * of the workflow's group does not take psrun away before it has stopped the
+ * benchmark. It notices its parent's death (death signal, getppid), and a
+ * small sentinel child left in the caller's process group dies of any
+ * signal sent to that group (Ctrl-C, kill -9 -PGID), which psrun treats as
+ * an abort. A launcher killed outright is cleaned up by the next attempt of
+ * the same run: at start, psrun kills what is left in the run's cgroup, or
+ * (state file RUN_DIR/.psrun.state present) working in the run directory.
  *
  * usage: psrun --dir RUN_DIR [--timeout SEC] [--grace SEC] [--watch-stdin]
  *              [--lock-fd FD] -- PROG [ARG...]
@@ -404,6 +404,26 @@ static int kill_child_of_me(pid_t pid, const struct proc_info *pi, void *arg)
 	return 1;
 }
 
+/* SIGKILL psrun's children but the sentinel; returns how many. The kernel's
+ * list of children is cheap; without it, every process is looked at. */
+static int kill_children(void)
+{
+	char path[64];
+	FILE *f;
+	int pid, n = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	f = fopen(path, "re");
+	if (!f)
+		return each_process(kill_child_of_me, &sentinel_pid);
+	while (fscanf(f, "%d", &pid) == 1) {
+		if (pid != sentinel_pid && !kill(pid, SIGKILL))
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
 /* Without a cgroup: psrun is a subreaper, so every orphaned descendant is
  * its child; kill children until none is left (a killed child's own
  * children become psrun's in turn). Returns how many were killed. */
@@ -413,7 +433,7 @@ static int kill_descendants(void)
 	int killed = 0, n;
 
 	do {
-		n = each_process(kill_child_of_me, &sentinel_pid);
+		n = kill_children();
 		killed += n;
 		reap_all();
 		if (n)
@@ -430,9 +450,7 @@ static int end_contained(void)
 
 	if (use_cgroup) {
 		left = cg_count(cg_path);
-		cg_destroy(cg_path);
-		/* Orphans reparented to psrun before the kill are reaped too. */
-		kill_descendants();
+		cg_destroy(cg_path); /* reaps the orphans reparented to psrun too */
 		return left < 0 ? 0 : left;
 	}
 	return kill_descendants();
@@ -440,71 +458,66 @@ static int end_contained(void)
 
 /* ---- what an interrupted attempt left ------------------------------------ */
 
-struct session_ref {
-	pid_t sid;
-	int killed;
+struct dir_ref {
+	const char *dir; /* resolved run directory */
+	size_t len;
 };
 
-static int kill_in_session(pid_t pid, const struct proc_info *pi, void *arg)
+/* Processes working in the run directory (command.sh starts there, and
+ * descendants inherit it) belong to the run. */
+static int kill_in_dir(pid_t pid, const struct proc_info *pi, void *arg)
 {
-	struct session_ref *ref = arg;
+	struct dir_ref *ref = arg;
+	char link[64], cwd[4096];
+	ssize_t n;
 
-	if (pi->sid != ref->sid)
+	(void)pi;
+	snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+	n = readlink(link, cwd, sizeof(cwd) - 1);
+	if (n < (ssize_t)ref->len)
+		return 0;
+	cwd[n] = 0;
+	if (strncmp(cwd, ref->dir, ref->len) ||
+	    (cwd[ref->len] && cwd[ref->len] != '/'))
 		return 0;
 	kill(pid, SIGKILL);
 	return 1;
 }
 
-/* The previous attempt's session (its psrun's pid and start time, from the
- * state file): every process still in it is killed. A session id is not
- * reused while a process has it, so a leader with another start time means
- * the old session is gone. */
-static void sweep_session(const char *dir)
+/* An interrupted attempt (its launcher killed outright) left the state file:
+ * what is left of it goes before this attempt starts. The run's cgroup is
+ * cleared by setup_cgroup; without one, processes still working in the run
+ * directory are killed. */
+static void sweep_previous(const char *dir)
 {
-	char path[4200];
-	struct proc_info pi;
-	struct session_ref ref = { 0, 0 };
-	unsigned long long start = 0;
-	int sid = 0;
-	FILE *f;
+	char path[4200], real[4096];
+	struct dir_ref ref;
 	double deadline = now_mono() + KILL_WAIT_S;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
-	f = fopen(path, "re");
-	if (!f)
+	if (access(path, F_OK) || !realpath(dir, real) || !strcmp(real, "/"))
 		return;
-	if (fscanf(f, "sid %d %llu", &sid, &start) != 2)
-		sid = 0;
-	fclose(f);
-	if (sid <= 1 || sid == getsid(0))
-		return;
-	if (!proc_info(sid, &pi) && pi.start != start)
-		return;
-	ref.sid = sid;
-	while (each_process(kill_in_session, &ref) && now_mono() < deadline)
+	ref.dir = real;
+	ref.len = strlen(real);
+	while (each_process(kill_in_dir, &ref) && now_mono() < deadline)
 		nap_ms(2);
 }
 
-/* Records psrun's own session before the benchmark starts. */
+/* Marks the run as started (for the next attempt's sweep) and says how it is
+ * contained (read by the daemon hook). */
 static void write_state(const char *dir)
 {
-	char path[4200], text[128];
-	struct proc_info pi;
+	char path[4200];
 	int fd;
 
-	if (proc_info(getpid(), &pi))
-		return;
 	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
 	unlink(path);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		  0644);
 	if (fd < 0)
 		return;
-	snprintf(text, sizeof(text), "sid %d %llu\ncontainment ", (int)getsid(0),
-		 pi.start);
-	if (write(fd, text, strlen(text)) < 0 ||
-	    write(fd, containment, strlen(containment)) < 0 ||
-	    write(fd, "\n", 1) < 0)
+	if (dprintf(fd, "pid %d\ncontainment %s\n", (int)getpid(),
+		    containment) < 0)
 		fprintf(stderr, "psrun: %s: %s\n", path, strerror(errno));
 	close(fd);
 }
@@ -521,18 +534,26 @@ static void clear_state(const char *dir)
 
 /* A child left in the caller's process group, so that a signal to that
  * group (Ctrl-C, kill -9 -PGID) still reaches the run although psrun moved
- * to a session of its own: the sentinel dies, psrun sees it and aborts. */
+ * to a process group of its own: the sentinel dies, psrun sees it and aborts. */
 static pid_t start_sentinel(void)
 {
-	pid_t ppid = getpid(), pid = fork();
+	pid_t ppid = getpid(), pid;
 	sigset_t none;
-	int fd;
+	int fd, ready[2];
+	char c = 0;
 
-	if (pid != 0)
+	if (pipe2(ready, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid != 0) {
+		/* Settled (end of file) before the benchmark starts: it must not
+		 * compete with the timed interval for a CPU. */
+		close(ready[1]);
+		while (pid > 0 && read(ready[0], &c, 1) < 0 && errno == EINTR)
+			;
+		close(ready[0]);
 		return pid;
-	/* It must not hold the caller's pipes or the lock. */
-	for (fd = 0; fd < 1024; fd++)
-		close(fd);
+	}
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != ppid)
 		_exit(0);
@@ -541,6 +562,13 @@ static pid_t start_sentinel(void)
 	signal(SIGHUP, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* It must not hold the caller's pipes or the lock; closing its end of
+	 * `ready` tells psrun it is settled. */
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, 0, ~0U, 0))
+#endif
+		for (fd = 0; fd < 1024; fd++)
+			close(fd);
 	for (;;)
 		pause();
 }
@@ -797,10 +825,14 @@ int main(int argc, char **argv)
 	sentinel = sentinel_pid = start_sentinel();
 	if (sentinel < 0)
 		die("fork");
-	setsid(); /* fails only for a group leader, already out of the caller's group */
+	/* Out of the caller's process group, but in its session: a session of
+	 * its own would put the benchmark in a scheduler autogroup of its own,
+	 * which on a loaded machine delays its first time slice (measured: the
+	 * interval of /bin/true x2.6). */
+	setpgid(0, 0);
 
 	/* What an interrupted attempt of this run left behind goes first. */
-	sweep_session(dir);
+	sweep_previous(dir);
 	cgfd = setup_cgroup(dir);
 	use_cgroup = cgfd >= 0;
 	if (use_cgroup)
