@@ -27,6 +27,7 @@ usage: .venv/bin/python bench/containment.py [--kills 10] [--root DIR] [--out FI
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -93,10 +94,8 @@ def inside(workdir: Path) -> list[int]:
 
 def clean(pids: list[int]) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def spans(workdir: Path, names: list[str]) -> list[tuple[float, float]]:
@@ -138,10 +137,8 @@ def kills(root: Path, n: int, rng: random.Random) -> dict:
         left_per_kill.append(len(left))
         clean(left)
         # Also the launchers' sentinels, still in the killed group (not in results/).
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     run(root, workdir, camp, "--unlock", "all")
     run(root, workdir, camp, "--cores", "1", "all", "--rerun-incomplete")
     intervals = spans(workdir, ["k"])

@@ -51,7 +51,7 @@ def launch(psrun: Path, run_dir: Path, env: dict[str, str]) -> tuple[float, floa
 
 def ratio_ci(num: list[float], den: list[float], rng: random.Random, n: int = 2000) -> tuple[float, float, float]:
     """Median of paired per-round ratios, with a bootstrap 95 % interval."""
-    ratios = [a / b for a, b in zip(num, den)]
+    ratios = [a / b for a, b in zip(num, den, strict=True)]
     boot = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(n))
     return statistics.median(ratios), boot[int(0.025 * n)], boot[int(0.975 * n)]
 

@@ -28,10 +28,7 @@ def write_text(path: Path, text: str, mode: int = 0o644) -> None:
 
 def create(path: Path) -> int:
     """A new, empty file at `path` for writing; whatever was there (a link) is removed first."""
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
+    path.unlink(missing_ok=True)
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
 
 

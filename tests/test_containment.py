@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import ROOT, SNAKEMAKE, jobs_run, mtimes, snakemake, statuses, write_campaign
+
 from perfsnake.stages.aggregate import read_csv
 
 pytestmark = pytest.mark.e2e
@@ -60,7 +60,7 @@ def pids_in(directory: Path, name: str) -> list[int]:
 
 def no_overlap(spans: list[tuple[float, float]]) -> None:
     spans = sorted(spans)
-    for (_s0, e0), (s1, _e1) in zip(spans, spans[1:]):
+    for (_s0, e0), (s1, _e1) in zip(spans, spans[1:], strict=False):
         assert s1 >= e0, spans
 
 
@@ -129,7 +129,7 @@ def test_two_invocations_in_one_checkout_never_overlap(tmp_path):
     procs = [subprocess.Popen(snakemake_argv(c, "--cores", "2", "all"), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for c in camps]  # fmt: skip
     outputs = [p.communicate(timeout=600) for p in procs]
-    for p, (out, err) in zip(procs, outputs):
+    for p, (_out, err) in zip(procs, outputs, strict=True):
         assert p.returncode == 0, err[-3000:]
     spans = [(s["start_epoch"], s["end_epoch"]) for n in ("a", "b") for s in statuses(tmp_path, n).values()]
     assert len(spans) == 8

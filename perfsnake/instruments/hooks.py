@@ -7,6 +7,7 @@ of silently doing nothing) and may add metrics to the result.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -71,10 +72,8 @@ def _containment(out_dir: Path) -> str | None:
 def _kill_cgroup(containment: str | None) -> None:
     """Last resort when a daemon's launcher did not end: its cgroup's kill switch."""
     if containment and containment.startswith("cgroup2:"):
-        try:
+        with contextlib.suppress(OSError):
             Path(containment.split(":", 1)[1], "cgroup.kill").write_text("1")
-        except OSError:
-            pass
 
 
 def _render(template: str, ctx: Context) -> str:

@@ -434,6 +434,10 @@ static int kill_descendants(void)
 
 	do {
 		n = kill_children();
+		/* The kernel's list may miss a child being reparented right
+		 * then: an empty answer is checked against every process. */
+		if (!n)
+			n = each_process(kill_child_of_me, &sentinel_pid);
 		killed += n;
 		reap_all();
 		if (n)
