@@ -10,6 +10,7 @@ import ast
 import dataclasses
 import hashlib
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -255,6 +256,41 @@ class Campaign:
         return f"{self.benchmark.run_fingerprint()}-{self.instruments.fingerprint()}"
 
 
+#: Longest time a campaign may give anything (timeout_s, duration_s, hook
+#: times): 10^7 s, about 115 days. Beyond that a number is a typo.
+MAX_SECONDS = 1e7
+#: Most repetitions of a record (as precision.max_runs allows).
+MAX_RUNS = 100_000
+
+
+def _is_seconds(key: str) -> bool:
+    return key.endswith("_s") or key == "seconds"
+
+
+def _number_error(data: Any, origin: str, path: str = "") -> CampaignError | None:
+    """The first non-finite number anywhere in the campaign, or an absurd
+    time or repetition count, as one line naming its key."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            error = _number_error(value, origin, f"{path}.{key}" if path else str(key))
+            if error:
+                return error
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            error = _number_error(value, origin, f"{path}[{i}]")
+            if error:
+                return error
+    elif isinstance(data, float) and not math.isfinite(data):
+        return CampaignError(origin, path, f"{data!r} is not a finite number")
+    elif isinstance(data, (int, float)) and not isinstance(data, bool) and "[" not in path.rsplit(".", 1)[-1]:
+        key = path.rsplit(".", 1)[-1]
+        if _is_seconds(key) and not path.startswith("variables.") and not 0 <= data <= MAX_SECONDS:
+            return CampaignError(origin, path, f"{data!r} seconds is out of range (0 to {MAX_SECONDS:.0e})")
+        if key in ("nb_runs", "min_runs", "max_runs") and data > MAX_RUNS:
+            return CampaignError(origin, path, f"{data!r} repetitions is more than {MAX_RUNS}")
+    return None
+
+
 def _expand_values(raw: dict, benchmark: Benchmark, origin: str) -> dict[str, list]:
     values: dict[str, list] = {}
     for var, spec in raw.items():
@@ -397,7 +433,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         raise CampaignError(origin, "", "the file is empty")
     if not isinstance(raw, dict):
         raise CampaignError(origin, "", f"expected a mapping at the top level, got {type(raw).__name__}")
-    error = schema_error(raw, "campaign.schema.yaml", origin)
+    error = _number_error(raw, origin) or schema_error(raw, "campaign.schema.yaml", origin)
     if error:
         raise error
     data = fill_defaults(raw, load_schema("campaign.schema.yaml"))

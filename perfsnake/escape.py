@@ -4,9 +4,19 @@ A value becomes exactly one path component: bytes outside a small safe set
 are %-encoded (UTF-8), so slashes, spaces, shell metacharacters and unicode
 never add a level or leave results/. The encoding is injective, so two
 distinct values never share a directory.
+
+Two kinds of values get a marked component (`~`, which the encoding never
+produces, so marked and plain components cannot collide): one too long for a
+file name keeps a prefix and gains `~` and a hash of the full value; one
+ending in a run of 20 or more repeats (a CPU mask 0xffff...), which Snakemake
+refuses as a wildcard value, gains a final `~`. The full value is kept in the
+run's result JSON and the CSV.
 """
 
 from __future__ import annotations
+
+import hashlib
+import re
 
 SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+-.")
 
@@ -49,15 +59,35 @@ def unescape_component(encoded: str) -> str:
     return raw.decode("utf-8")
 
 
+#: Longest var-value component, in bytes (file systems allow 255 per name;
+#: a build key joins several).
+MAX_COMPONENT = 120
+#: Snakemake's PeriodicityDetector: a suffix repeated 20 times or more.
+_PERIODIC = re.compile(r"(.+)\1{19,}$")
+
+
+def var_component(var: str, value: object) -> str:
+    """`var-value`, escaped, shortened with a stable hash when too long,
+    marked when Snakemake would take it for a periodic wildcard."""
+    text = value_text(value)
+    component = f"{var}-{escape_component(text)}"
+    if len(component) > MAX_COMPONENT:
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        return f"{component[: MAX_COMPONENT - 17]}~{digest}"
+    if _PERIODIC.search(component):
+        return component + "~"
+    return component
+
+
 def record_path(record: dict[str, object], order: list[str]) -> str:
     """The relative directory of a record: var-value/var-value/... in `order`."""
     if not order:
         return "default"
-    return "/".join(f"{var}-{escape_component(value_text(record[var]))}" for var in order)
+    return "/".join(var_component(var, record[var]) for var in order)
 
 
 def key_component(record: dict[str, object], order: list[str]) -> str:
     """A single flat component for a sub-record (used for build keys)."""
     if not order:
         return "default"
-    return ",".join(f"{var}-{escape_component(value_text(record[var]))}" for var in order)
+    return ",".join(var_component(var, record[var]) for var in order)

@@ -14,7 +14,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from perfsnake import layout
+from perfsnake import hostlock, layout
 from perfsnake.benchmarks.base import Benchmark, source_key
 from perfsnake.campaign import Campaign, load_campaigns, schema_error
 from perfsnake.errors import CampaignError
@@ -263,6 +263,7 @@ def campaign_files(config: dict) -> list[str]:
 
 def index_from_config(config: dict) -> CampaignIndex:
     campaigns = load_campaigns(campaign_files(config))
+    hostlock.configure(config.get("host_lock"))
     return CampaignIndex({c.name: c for c in campaigns}, config.get("flamegraph_dir"))
 
 

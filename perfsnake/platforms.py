@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from perfsnake import ROOT, layout
+from perfsnake import ROOT, layout, safefile
 from perfsnake.errors import CampaignError
 from perfsnake.escape import value_text
+from perfsnake.hostlock import launcher_args
 from perfsnake.template import placeholders
 
 if TYPE_CHECKING:
@@ -44,8 +45,7 @@ class PlatformError(RuntimeError):
 
 def _write_command(run_dir: Path, script: str) -> Path:
     cmd_file = run_dir / "command.sh"
-    cmd_file.write_text(script)
-    cmd_file.chmod(0o755)
+    safefile.write_text(cmd_file, script, mode=0o755)  # never through a link left by an earlier attempt
     return cmd_file
 
 
@@ -115,10 +115,11 @@ class Local:
     def launch(self, workdir: Path, run_dir: Path, script: str, timeout_s: float | None,
                params: Mapping[str, object] | None = None) -> int:  # fmt: skip
         cmd_file = _write_command(run_dir, script)
-        argv = [str(workdir / self.launcher), "--dir", str(run_dir)]
+        lock_args, lock_fds = launcher_args()  # psrun holds the host lock too
+        argv = [str(workdir / self.launcher), "--dir", str(run_dir), *lock_args]
         if timeout_s:
             argv += ["--timeout", repr(float(timeout_s))]
-        return subprocess.run([*argv, "--", str(cmd_file)], check=False).returncode
+        return subprocess.run([*argv, "--", str(cmd_file)], pass_fds=lock_fds, check=False).returncode
 
     def build(self, script_file: Path, build_dir: Path, log_file: Path, inputs: list[Path]) -> int:
         with log_file.open("w") as log:

@@ -120,3 +120,151 @@ def test_parent_death_stops_the_benchmark(psrun, tmp_path):
 
 def test_usage_error(psrun, tmp_path):
     assert launch(psrun, tmp_path).returncode == 2
+
+
+# ---- containment (issue 20) -------------------------------------------------
+
+CONTAINMENTS = ["cgroup", "subreaper"]
+
+
+def cgroup_available() -> bool:
+    return os.geteuid() == 0 and "cgroup2" in Path("/proc/self/mountinfo").read_text()
+
+
+@pytest.fixture(params=CONTAINMENTS)
+def containment(request, monkeypatch):
+    """Both kinds of containment: a run cgroup where the machine allows it, the subreaper otherwise."""
+    if request.param == "cgroup":
+        if not cgroup_available():
+            pytest.skip("no writable cgroup v2 here")
+        monkeypatch.delenv("PERFSNAKE_CGROUP", raising=False)
+    else:
+        monkeypatch.setenv("PERFSNAKE_CGROUP", "none")
+    return request.param
+
+
+def wait_for(predicate, timeout=10.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def read_pid(path: Path) -> int:
+    wait_for(lambda: path.exists() and path.read_text().strip(), what=str(path))
+    return int(path.read_text())
+
+
+def assert_gone(pid: int, within: float = 2.0) -> None:
+    deadline = time.monotonic() + within
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"process {pid} outlived its run"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("timeout", [None, 0.5])
+def test_setsid_grandchild_ends_with_the_run(psrun, tmp_path, containment, timeout):
+    # A grandchild in a session of its own escapes any process-group kill.
+    script = f"cd {tmp_path} && setsid sh -c 'echo $$ > gc.pid; exec sleep 61' & sleep {1 if timeout else 0.3}"
+    launch(psrun, tmp_path, "/bin/sh", "-c", script, timeout=timeout, grace=0.2)
+    s = status(tmp_path)
+    assert s["status"] == ("timeout" if timeout else "ok")
+    assert s["containment"] == "subreaper" if containment == "subreaper" else s["containment"].startswith("cgroup2:/")
+    assert not _alive(read_pid(tmp_path / "gc.pid"))
+    if not timeout:  # (on a time-out, a cgroup's members already got SIGTERM)
+        assert s["leftovers_killed"] >= 1
+    if containment == "cgroup":
+        assert not Path(s["containment"].split(":", 1)[1]).exists()
+
+
+def test_double_fork_daemon_ends_with_the_run(psrun, tmp_path, containment):
+    # What `server --daemonize` does: fork, setsid, fork again, the parents exit.
+    daemon = tmp_path / "daemon.sh"
+    daemon.write_text(f"echo $$ > {tmp_path}/d.pid\nexec sleep 62\n")
+    launch(psrun, tmp_path, "/bin/sh", "-c", f"setsid sh -c 'sh {daemon} &' & wait; sleep 0.1")
+    assert status(tmp_path)["status"] == "ok"
+    pid = read_pid(tmp_path / "d.pid")
+    assert_gone(pid, within=1.0)
+
+
+def _group_kill_case(psrun, tmp_path, how):
+    """A shell in a process group of its own starts psrun (like Snakemake does), then is killed `how`."""
+    holder = subprocess.Popen(
+        ["/bin/sh", "-c", f"{psrun} --dir {tmp_path} -- /bin/sh -c 'echo $$ > {tmp_path}/pid; setsid sleep 65 & echo $! > {tmp_path}/gc.pid; exec sleep 60'; sleep 60"],
+        start_new_session=True,
+    )
+    bench = read_pid(tmp_path / "pid")
+    grandchild = read_pid(tmp_path / "gc.pid")
+    if how == "group":
+        os.killpg(holder.pid, signal.SIGKILL)
+    elif how == "interrupt":  # Ctrl-C: SIGINT to the foreground process group
+        os.killpg(holder.pid, signal.SIGINT)
+    else:
+        os.kill(holder.pid, signal.SIGKILL)
+    return holder, bench, grandchild
+
+
+@pytest.mark.parametrize("how", ["group", "parent", "interrupt"])
+def test_killed_caller_ends_the_run_within_a_second(psrun, tmp_path, containment, how):
+    # psrun leaves the caller's process group (so that a group kill cannot
+    # take it before it stopped the benchmark), yet a signal to that group
+    # still ends the run.
+    holder, bench, grandchild = _group_kill_case(psrun, tmp_path, how)
+    killed = time.monotonic()
+    for pid in (bench, grandchild):
+        assert_gone(pid, within=2.0)
+    assert time.monotonic() - killed < 2.0
+    assert not (tmp_path / "status.json").exists()
+    if holder.poll() is None:
+        os.killpg(holder.pid, signal.SIGKILL)
+    holder.wait(timeout=5)
+
+
+def test_next_attempt_sweeps_what_a_killed_launcher_left(psrun, tmp_path, containment):
+    # Working in its run directory, as command.sh makes every benchmark do.
+    proc = subprocess.Popen([str(psrun), "--dir", str(tmp_path), "--", "/bin/sh", "-c", f"cd {tmp_path}; echo $$ > pid; exec sleep 60"])
+    bench = read_pid(tmp_path / "pid")
+    (tmp_path / "pid").unlink()
+    # The launcher itself dies outright: nobody stops the benchmark now...
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert _alive(bench)
+    # ...until the next attempt of the same run clears it before it starts.
+    launch(psrun, tmp_path, "/bin/sh", "-c", f"echo $$ > {tmp_path}/pid")
+    assert status(tmp_path)["status"] == "ok"
+    assert_gone(bench, within=1.0)
+    assert not (tmp_path / ".psrun.state").exists()
+
+
+def test_lock_descriptor_is_held_until_the_run_is_gone(psrun, tmp_path):
+    import fcntl
+
+    lock = tmp_path / "bench.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    proc = subprocess.Popen([str(psrun), "--dir", str(tmp_path), "--lock-fd", str(fd), "--", "/bin/sh", "-c",
+                             f"ls -l /proc/$$/fd > {tmp_path}/fds; echo $$ > {tmp_path}/pid; exec sleep 60"], pass_fds=[fd])  # fmt: skip
+    read_pid(tmp_path / "pid")
+    os.close(fd)  # the workflow's own copy is gone (it died): psrun's keeps the lock
+    other = os.open(lock, os.O_RDWR)
+    with pytest.raises(BlockingIOError):
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    assert "bench.lock" not in (tmp_path / "fds").read_text()  # the benchmark does not hold it
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=10)
+    fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.close(other)
+
+
+def test_planted_links_are_not_followed_and_are_reported(psrun, tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "stdout.txt").symlink_to(outside)  # left by an earlier attempt
+    launch(psrun, run, "/bin/sh", "-c", f"cd {run} && echo out; ln -s {outside} .status.json.tmp; ln -s {outside} result.json.tmp")
+    assert outside.read_text() == "precious\n"
+    assert not (run / "stdout.txt").is_symlink() and (run / "stdout.txt").read_text() == "out\n"
+    s = status(run)
+    assert not (run / "status.json").is_symlink()
+    assert sorted(s["links"]) == [".status.json.tmp", "result.json.tmp"]

@@ -7,6 +7,8 @@ of silently doing nothing) and may add metrics to the result.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import signal
@@ -14,7 +16,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from perfsnake import safefile
 from perfsnake.escape import value_text
+from perfsnake.hostlock import launcher_args
 from perfsnake.instruments.base import Context, Instrument, text
 from perfsnake.machine.sysinfo import online_cpus
 from perfsnake.template import placeholders, render
@@ -53,6 +57,25 @@ def _check_template(hook: Hook, template: object, variables: list[str], field: s
     return template
 
 
+def _containment(out_dir: Path) -> str | None:
+    """How the launcher contains a daemon (from its state file while it runs)."""
+    try:
+        text = (out_dir / ".psrun.state").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("containment "):
+            return line.split(" ", 1)[1]
+    return None
+
+
+def _kill_cgroup(containment: str | None) -> None:
+    """Last resort when a daemon's launcher did not end: its cgroup's kill switch."""
+    if containment and containment.startswith("cgroup2:"):
+        with contextlib.suppress(OSError):
+            Path(containment.split(":", 1)[1], "cgroup.kill").write_text("1")
+
+
 def _render(template: str, ctx: Context) -> str:
     return render(template, {**ctx.params, "run_dir": ctx.run_dir})
 
@@ -74,18 +97,24 @@ class Daemon(Hook):
         _check_template(self, self.spec["command"], variables)
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(self.spec["name"])):
             raise self.fail("must be a simple name", "name")
+        startup = self.spec["startup_s"]
+        if isinstance(startup, bool) or not isinstance(startup, (int, float)) or not 0 <= startup <= 3600:
+            raise self.fail("expected a number of seconds from 0 to 3600", "startup_s")
 
     def apply(self, ctx: Context, phase: str) -> dict[str, object]:
         out_dir = ctx.run_dir / f"daemon-{self.spec['name']}"
-        out_dir.mkdir(parents=True, exist_ok=True)
+        safefile.fresh_dir(out_dir)
         command = _render(str(self.spec["command"]), ctx)
-        (out_dir / "command.sh").write_text(f"#!/bin/sh\ncd {ctx.run_dir!s} || exit 125\n{command}\n")
+        safefile.write_text(out_dir / "command.sh", f"#!/bin/sh\ncd {ctx.run_dir!s} || exit 125\n{command}\n")
         launcher = ctx.workdir / "resources" / "bin" / "psrun"
+        # The launcher contains the daemon (its own cgroup, or as a subreaper)
+        # and holds the host's benchmark lock while anything of it is alive.
+        lock_args, lock_fds = launcher_args()
         proc = subprocess.Popen(
-            [str(launcher), "--dir", str(out_dir), "--grace", str(DAEMON_GRACE_S), "--", "/bin/sh", str(out_dir / "command.sh")],
+            [str(launcher), "--dir", str(out_dir), "--grace", str(DAEMON_GRACE_S), *lock_args, "--", "/bin/sh", str(out_dir / "command.sh")],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            start_new_session=True,
+            pass_fds=lock_fds,
         )
         if float(self.spec["startup_s"]):  # type: ignore[arg-type]
             time.sleep(float(self.spec["startup_s"]))  # type: ignore[arg-type]
@@ -95,19 +124,24 @@ class Daemon(Hook):
         proc = state.get("_proc")
         if not isinstance(proc, subprocess.Popen):
             return {}
+        out_dir = ctx.run_dir / f"daemon-{self.spec['name']}"
+        containment = _containment(out_dir)
         early_exit = proc.poll()
         if early_exit is None:
-            proc.send_signal(signal.SIGTERM)  # the launcher stops the group: TERM, then KILL
+            # The launcher stops every process of the daemon, detached ones
+            # included: TERM, then KILL after the grace period.
+            proc.send_signal(signal.SIGTERM)
             try:
-                proc.wait(timeout=DAEMON_GRACE_S + 5)
+                proc.wait(timeout=DAEMON_GRACE_S + 10)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                proc.kill()
                 proc.wait()
-        status_file = ctx.run_dir / f"daemon-{self.spec['name']}" / "status.json"
-        note = "stopped after the run" if early_exit is None else "exited before the run ended"
+                _kill_cgroup(containment)
+        status_file = out_dir / "status.json"
         if status_file.exists():
-            note = "exited before the run ended"
-        return {"stopped": True, "note": note}
+            containment = json.loads(status_file.read_text()).get("containment", containment)
+        note = "stopped after the run" if early_exit is None and not status_file.exists() else "exited before the run ended"
+        return {"stopped": True, "note": note, "containment": containment}
 
 
 class Placement(Daemon):
@@ -296,7 +330,7 @@ class Command(Hook):
     def apply(self, ctx: Context, phase: str) -> dict[str, object]:
         command = _render(str(self.spec["command"]), ctx)
         log = ctx.run_dir / f"hook-{self.spec['name']}-{phase}.log"
-        with log.open("w") as out:
+        with os.fdopen(safefile.create(log), "w") as out:
             proc = subprocess.run(["/bin/sh", "-c", command], cwd=ctx.run_dir, stdout=out, stderr=subprocess.STDOUT, check=False)
         result: dict[str, object] = {"applied": proc.returncode == 0, "exit_code": proc.returncode}
         output = log.read_text(errors="replace")

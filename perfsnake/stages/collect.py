@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from perfsnake import expressions, layout
+from perfsnake import expressions, layout, safefile
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.stats import SteadyState, steady_segment, work_per_second
 from perfsnake.instruments import Instruments
@@ -133,6 +132,11 @@ def collect_run(
     unparsed = [name for name, value in own_metrics.items() if value is None]
     if state == "ok" and unparsed:
         result["unparsed"] = unparsed
+    # How far "nothing outlives the run" went, and links the benchmark left.
+    if status.get("containment"):
+        result["containment"] = status["containment"]
+    if status.get("links"):
+        result["links"] = status["links"]
     if state != "ok":
         result["stderr_tail"] = stderr[-STDERR_TAIL:]
     return result
@@ -150,13 +154,13 @@ def unparsed_line(campaign: str, label: str, result: Mapping[str, object]) -> st
 
 def write_samples(run_dir: Path, values: list[float]) -> None:
     lines = ["index,value"] + [f"{i},{v!r}" for i, v in enumerate(values)]
-    (run_dir / "samples.csv").write_text("\n".join(lines) + "\n")
+    safefile.write_text(run_dir / "samples.csv", "\n".join(lines) + "\n")
 
 
 def write_result(run_dir: Path, result: Mapping[str, object]) -> None:
-    tmp = run_dir / (RESULT_FILE + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, run_dir / RESULT_FILE)
+    """result.json, created fresh and renamed: a link the benchmark planted
+    in its run directory is replaced, never written through."""
+    safefile.write_text(run_dir / RESULT_FILE, json.dumps(result, indent=2, sort_keys=True, default=str) + "\n")
 
 
 # ---- the collect rule's job body --------------------------------------------------

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfsnake import layout
+from perfsnake import layout, safefile
 from perfsnake.benchmarks.base import RunContext, source_key
 from perfsnake.escape import value_text
+from perfsnake.hostlock import host_lock
 from perfsnake.instruments.base import Context
 from perfsnake.machine import state as machine_state
 
@@ -121,10 +122,26 @@ def execute(
 ) -> int:
     """Run one benchmark through the platform's launcher; returns its exit code.
 
-    Pre-run hooks run before the launcher starts, teardown and post-run hooks
-    after it returned, whatever happened; what each did goes to hooks.json.
+    The host's benchmark lock is held from before the pre-run hooks to after
+    the post-run hooks, so no other invocation's run overlaps any of it.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
+    with host_lock():
+        return _execute_locked(launch, run_dir, script, timeout_s, progress, campaign, label, hooks)
+
+
+def _execute_locked(
+    launch: Launch,
+    run_dir: Path,
+    script: str,
+    timeout_s: float | None,
+    progress: Progress | None,
+    campaign: str,
+    label: str,
+    hooks: tuple[list, list, object] | None,
+) -> int:
+    """Pre-run hooks run before the launcher starts, teardown and post-run hooks
+    after it returned, whatever happened; what each did goes to hooks.json."""
     if not hooks or not (hooks[0] or hooks[1]):
         return _launch(launch, run_dir, script, timeout_s, progress, campaign, label)
     pre, post, ctx = hooks
@@ -143,7 +160,7 @@ def execute(
                 report.append(_hook_entry(hook, "teardown", done))
         for hook in post:
             report.append(_hook_entry(hook, "post", hook.apply(ctx, "post")))
-        (run_dir / HOOKS_FILE).write_text(json.dumps(report, indent=1, default=str) + "\n")
+        safefile.write_text(run_dir / HOOKS_FILE, json.dumps(report, indent=1, default=str) + "\n")
 
 
 def _launch(
@@ -203,7 +220,7 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
     execute(launch, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
             hooks=(c.instruments.pre, c.instruments.post, ctx))  # fmt: skip
     # After the run, outside the timed interval (the launcher's).
-    (rdir / machine_state.STATE_FILE).write_text(json.dumps({"before": before, "after": machine_state.snapshot()}) + "\n")
+    safefile.write_text(rdir / machine_state.STATE_FILE, json.dumps({"before": before, "after": machine_state.snapshot()}) + "\n")
     line = failure_line(name, f"{record_path}/run-{run}", rdir)
     if line:
         print(line, file=sys.stderr, flush=True)

@@ -7,32 +7,67 @@
  * only for a run that finished, crashed or timed out; an aborted run (psrun
  * signalled, or its parent gone) leaves no status file and is re-run.
  *
+ * Containment: every process the benchmark starts ends with the run. Where a
+ * cgroup v2 directory can be created (root, or a delegated subtree), the
+ * benchmark is forked straight into a cgroup of its own (clone3 with
+ * CLONE_INTO_CGROUP: no extra step inside the timed interval) and the whole
+ * cgroup is killed when the benchmark ends, whatever the processes did with
+ * sessions or double forks. Elsewhere psrun is a child subreaper and kills
+ * every descendant left. status.json says which ("containment").
+ *
+ * Dying with the workflow: psrun leaves the caller's process group, so a kill
+ * of the workflow's group does not take psrun away before it has stopped the
+ * benchmark. It notices its parent's death (death signal, getppid), and a
+ * small sentinel child left in the caller's process group dies of any
+ * signal sent to that group (Ctrl-C, kill -9 -PGID), which psrun treats as
+ * an abort. A launcher killed outright is cleaned up by the next attempt of
+ * the same run: at start, psrun kills what is left in the run's cgroup, or
+ * (state file RUN_DIR/.psrun.state present) working in the run directory.
+ *
  * usage: psrun --dir RUN_DIR [--timeout SEC] [--grace SEC] [--watch-stdin]
- *              -- PROG [ARG...]
+ *              [--lock-fd FD] -- PROG [ARG...]
  *
  * --watch-stdin: end-of-file on psrun's standard input aborts the run like a
  * dead parent. Across ssh or a container engine the parent is not the
  * workflow, but the workflow holds the other end of that pipe, so a killed
  * workflow or a dropped connection still stops the benchmark.
+ * --lock-fd: an inherited descriptor of the host's benchmark lock (flock);
+ * psrun keeps it open, and not the benchmark, so the lock stays held until
+ * every process of the run is gone, even if the workflow died first.
+ * PERFSNAKE_CGROUP: the cgroup v2 directory under which run cgroups are made
+ * (default: "perfsnake" at the cgroup2 mount, or in psrun's own cgroup when
+ * that is delegated); "none" forces the subreaper.
  *
  * Exit status: 0 when the run was recorded (whatever the benchmark did),
  * 2 on a usage or setup error, 128+N when aborted by signal N.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+#define STATE_FILE ".psrun.state"
+/* Seconds to wait for killed processes to be gone before giving up. */
+#define KILL_WAIT_S 5.0
 
 static void die(const char *what)
 {
@@ -50,6 +85,21 @@ static double ts_diff(const struct timespec *a, const struct timespec *b)
 	return ts_sec(b) - ts_sec(a);
 }
 
+static double now_mono(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return ts_sec(&t);
+}
+
+static void nap_ms(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&t, NULL);
+}
+
 static void iso_utc(const struct timespec *t, char *buf, size_t len)
 {
 	struct tm tm;
@@ -60,17 +110,474 @@ static void iso_utc(const struct timespec *t, char *buf, size_t len)
 	snprintf(buf, len, "%s.%06ldZ", base, t->tv_nsec / 1000);
 }
 
+/* A fresh file in the run directory: a link planted there (by an earlier
+ * attempt's benchmark) is removed, never followed. */
 static int open_out(const char *dir, const char *name)
 {
 	char path[4096];
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (unlink(path) && errno != ENOENT)
+		die(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
 	if (fd < 0)
 		die(path);
 	return fd;
 }
+
+/* ---- /proc ------------------------------------------------------------ */
+
+struct proc_info {
+	pid_t ppid, pgrp, sid;
+	unsigned long long start; /* clock ticks after boot */
+	char state;
+};
+
+static int proc_info(pid_t pid, struct proc_info *pi)
+{
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	/* The command name may hold anything: fields resume after the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	if (sscanf(p + 2,
+		   "%c %d %d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+		   "%*d %*d %*d %*d %llu",
+		   &pi->state, &pi->ppid, &pi->pgrp, &pi->sid, &pi->start) != 5)
+		return -1;
+	return 0;
+}
+
+/* Calls fn(pid, info, arg) for every live process; returns how many matched
+ * (fn returning 1). */
+static int each_process(int (*fn)(pid_t, const struct proc_info *, void *),
+			void *arg)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	struct proc_info pi;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		pid_t pid = (pid_t)atoi(e->d_name);
+
+		if (pid <= 0 || pid == getpid() || proc_info(pid, &pi) ||
+		    pi.state == 'Z')
+			continue;
+		n += fn(pid, &pi, arg);
+	}
+	closedir(d);
+	return n;
+}
+
+static void reap_all(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+/* ---- containment -------------------------------------------------------- */
+
+static pid_t sentinel_pid = -1;   /* see start_sentinel */
+static int use_cgroup;           /* run cgroup created and used */
+static char cg_path[4096];       /* the run's cgroup directory */
+static char containment[4200] = "subreaper";
+
+/* The cgroup2 mount point, from the mount table (hybrid or unified). */
+static int cgroup2_mount(char *out, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], mnt[1024], *dash;
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f)) {
+		dash = strstr(line, " - cgroup2 ");
+		if (dash && sscanf(line, "%*s %*s %*s %*s %1023s", mnt) == 1 &&
+		    !strchr(mnt, '\\')) {
+			snprintf(out, len, "%s", mnt);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found ? 0 : -1;
+}
+
+/* psrun's own cgroup v2 path ("0::/path" in /proc/self/cgroup). */
+static int own_cgroup(char *out, size_t len)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[2048];
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "0::", 3)) {
+			line[strcspn(line, "\n")] = 0;
+			snprintf(out, len, "%s", line + 3);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found ? 0 : -1;
+}
+
+static int write_file(const char *dir, const char *name, const char *text)
+{
+	char path[4200];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* Lines of cgroup.procs (processes in the cgroup), or -1. */
+static int cg_count(const char *cg)
+{
+	char path[4200], line[64];
+	FILE *f;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n++;
+	fclose(f);
+	return n;
+}
+
+static int cg_populated(const char *cg)
+{
+	char path[4200], line[128];
+	FILE *f;
+	int populated = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.events", cg);
+	f = fopen(path, "re");
+	if (!f)
+		return cg_count(cg) > 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strcmp(line, "populated 1\n"))
+			populated = 1;
+	fclose(f);
+	return populated;
+}
+
+/* SIGKILL every member (cgroup.kill, or one by one on kernels before 5.14),
+ * wait until the cgroup is empty, then remove it. */
+static void cg_destroy(const char *cg)
+{
+	char path[4200], line[64];
+	double deadline = now_mono() + KILL_WAIT_S;
+	FILE *f;
+
+	while (cg_populated(cg) && now_mono() < deadline) {
+		if (write_file(cg, "cgroup.kill", "1")) {
+			snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+			f = fopen(path, "re");
+			while (f && fgets(line, sizeof(line), f))
+				kill((pid_t)atoi(line), SIGKILL);
+			if (f)
+				fclose(f);
+		}
+		reap_all(); /* orphans reparented to psrun, the subreaper */
+		nap_ms(2);
+	}
+	if (rmdir(cg) && errno != ENOENT)
+		fprintf(stderr, "psrun: rmdir %s: %s\n", cg, strerror(errno));
+}
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* Where run cgroups go: $PERFSNAKE_CGROUP, else "perfsnake" at the top of
+ * the cgroup2 mount (root), else in psrun's own, delegated cgroup. */
+static int cgroup_base(char *out, size_t len)
+{
+	const char *env = getenv("PERFSNAKE_CGROUP");
+	char mnt[1024], own[2048];
+
+	if (env && *env) {
+		if (!strcmp(env, "none"))
+			return -1;
+		snprintf(out, len, "%s", env);
+		return mkdir(out, 0755) && errno != EEXIST ? -1 : 0;
+	}
+	if (cgroup2_mount(mnt, sizeof(mnt)))
+		return -1;
+	snprintf(out, len, "%s/perfsnake", mnt);
+	if (!mkdir(out, 0755) || errno == EEXIST) {
+		if (!access(out, W_OK))
+			return 0;
+	}
+	if (own_cgroup(own, sizeof(own)) || !strcmp(own, "/"))
+		return -1;
+	snprintf(out, len, "%s%s/perfsnake", mnt, own);
+	return mkdir(out, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+/* The run's cgroup, named after its directory so that the next attempt of
+ * the same run finds (and clears) what an interrupted one left. Returns an
+ * open descriptor of it for clone3, or -1 (then: subreaper only). */
+static int setup_cgroup(const char *dir)
+{
+	char base[3584], real[4096];
+	int fd;
+
+	if (cgroup_base(base, sizeof(base)) || !realpath(dir, real))
+		return -1;
+	snprintf(cg_path, sizeof(cg_path), "%s/run-%016llx", base,
+		 (unsigned long long)fnv1a(real));
+	if (!access(cg_path, F_OK))
+		cg_destroy(cg_path);
+	if (mkdir(cg_path, 0755))
+		return -1;
+	fd = open(cg_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		rmdir(cg_path);
+	return fd;
+}
+
+struct clone_args_v2 {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack,
+		stack_size, tls, set_tid, set_tid_size, cgroup;
+};
+
+/* fork(), straight into the run's cgroup when there is one. */
+static pid_t fork_contained(int cgfd)
+{
+	struct clone_args_v2 args;
+	long r;
+
+	if (cgfd < 0)
+		return fork();
+	memset(&args, 0, sizeof(args));
+	args.flags = CLONE_INTO_CGROUP;
+	args.exit_signal = SIGCHLD;
+	args.cgroup = (uint64_t)cgfd;
+	r = syscall(SYS_clone3, &args, sizeof(args));
+	if (r >= 0 || (errno != ENOSYS && errno != EINVAL && errno != E2BIG &&
+		       errno != EOPNOTSUPP && errno != EPERM && errno != EACCES))
+		return (pid_t)r;
+	/* clone3 or the cgroup refused: plain fork, subreaper containment. */
+	use_cgroup = 0;
+	return fork();
+}
+
+static int kill_child_of_me(pid_t pid, const struct proc_info *pi, void *arg)
+{
+	/* The sentinel is psrun's, not the run's: it dies with psrun. */
+	if (pi->ppid != getpid() || pid == *(pid_t *)arg)
+		return 0;
+	kill(pid, SIGKILL);
+	return 1;
+}
+
+/* SIGKILL psrun's children but the sentinel; returns how many. The kernel's
+ * list of children is cheap; without it, every process is looked at. */
+static int kill_children(void)
+{
+	char path[64];
+	FILE *f;
+	int pid, n = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	f = fopen(path, "re");
+	if (!f)
+		return each_process(kill_child_of_me, &sentinel_pid);
+	while (fscanf(f, "%d", &pid) == 1) {
+		if (pid != sentinel_pid && !kill(pid, SIGKILL))
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* Without a cgroup: psrun is a subreaper, so every orphaned descendant is
+ * its child; kill children until none is left (a killed child's own
+ * children become psrun's in turn). Returns how many were killed. */
+static int kill_descendants(void)
+{
+	double deadline = now_mono() + KILL_WAIT_S;
+	int killed = 0, n;
+
+	do {
+		n = kill_children();
+		/* The kernel's list may miss a child being reparented right
+		 * then: an empty answer is checked against every process. */
+		if (!n)
+			n = each_process(kill_child_of_me, &sentinel_pid);
+		killed += n;
+		reap_all();
+		if (n)
+			nap_ms(1);
+	} while ((n || waitpid(-1, NULL, WNOHANG) > 0) && now_mono() < deadline);
+	reap_all();
+	return killed;
+}
+
+/* Ends every process of the run but psrun; returns how many were left. */
+static int end_contained(void)
+{
+	int left;
+
+	if (use_cgroup) {
+		left = cg_count(cg_path);
+		cg_destroy(cg_path); /* reaps the orphans reparented to psrun too */
+		return left < 0 ? 0 : left;
+	}
+	return kill_descendants();
+}
+
+/* ---- what an interrupted attempt left ------------------------------------ */
+
+struct dir_ref {
+	const char *dir; /* resolved run directory */
+	size_t len;
+};
+
+/* Processes working in the run directory (command.sh starts there, and
+ * descendants inherit it) belong to the run. */
+static int kill_in_dir(pid_t pid, const struct proc_info *pi, void *arg)
+{
+	struct dir_ref *ref = arg;
+	char link[64], cwd[4096];
+	ssize_t n;
+
+	(void)pi;
+	snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+	n = readlink(link, cwd, sizeof(cwd) - 1);
+	if (n < (ssize_t)ref->len)
+		return 0;
+	cwd[n] = 0;
+	if (strncmp(cwd, ref->dir, ref->len) ||
+	    (cwd[ref->len] && cwd[ref->len] != '/'))
+		return 0;
+	kill(pid, SIGKILL);
+	return 1;
+}
+
+/* An interrupted attempt (its launcher killed outright) left the state file:
+ * what is left of it goes before this attempt starts. The run's cgroup is
+ * cleared by setup_cgroup; without one, processes still working in the run
+ * directory are killed. */
+static void sweep_previous(const char *dir)
+{
+	char path[4200], real[4096];
+	struct dir_ref ref;
+	double deadline = now_mono() + KILL_WAIT_S;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
+	if (access(path, F_OK) || !realpath(dir, real) || !strcmp(real, "/"))
+		return;
+	ref.dir = real;
+	ref.len = strlen(real);
+	while (each_process(kill_in_dir, &ref) && now_mono() < deadline)
+		nap_ms(2);
+}
+
+/* Marks the run as started (for the next attempt's sweep) and says how it is
+ * contained (read by the daemon hook). */
+static void write_state(const char *dir)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
+	if (fd < 0)
+		return;
+	if (dprintf(fd, "pid %d\ncontainment %s\n", (int)getpid(),
+		    containment) < 0)
+		fprintf(stderr, "psrun: %s: %s\n", path, strerror(errno));
+	close(fd);
+}
+
+static void clear_state(const char *dir)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
+	unlink(path);
+}
+
+/* ---- the caller's process group ------------------------------------------- */
+
+/* A child left in the caller's process group, so that a signal to that
+ * group (Ctrl-C, kill -9 -PGID) still reaches the run although psrun moved
+ * to a process group of its own: the sentinel dies, psrun sees it and aborts. */
+static pid_t start_sentinel(void)
+{
+	pid_t ppid = getpid(), pid;
+	sigset_t none;
+	int fd, ready[2];
+	char c = 0;
+
+	if (pipe2(ready, O_CLOEXEC))
+		return -1;
+	pid = fork();
+	if (pid != 0) {
+		/* Settled (end of file) before the benchmark starts: it must not
+		 * compete with the timed interval for a CPU. */
+		close(ready[1]);
+		while (pid > 0 && read(ready[0], &c, 1) < 0 && errno == EINTR)
+			;
+		close(ready[0]);
+		return pid;
+	}
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != ppid)
+		_exit(0);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* It must not hold the caller's pipes or the lock; closing its end of
+	 * `ready` tells psrun it is settled. */
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, 0, ~0U, 0))
+#endif
+		for (fd = 0; fd < 1024; fd++)
+			close(fd);
+	for (;;)
+		pause();
+}
+
+/* ---- waiting -------------------------------------------------------------- */
 
 /* Signals psrun itself reacts to; blocked so that sigtimedwait sees them. */
 static void watched_set(sigset_t *set)
@@ -83,6 +590,7 @@ static void watched_set(sigset_t *set)
 }
 
 static int watch_stdin;
+static pid_t sentinel = -1;
 
 /* True once standard input reached end-of-file (data is discarded). */
 static int stdin_closed(void)
@@ -97,6 +605,17 @@ static int stdin_closed(void)
 			return 1;
 	}
 	return 0;
+}
+
+/* The sentinel's death: the caller's process group was signalled. */
+static int sentinel_signal(void)
+{
+	int st;
+
+	if (sentinel <= 0 || waitpid(sentinel, &st, WNOHANG) != sentinel)
+		return 0;
+	sentinel = -1;
+	return WIFSIGNALED(st) ? WTERMSIG(st) : SIGHUP;
 }
 
 /* Wait for the child, but no longer than `limit` seconds (negative: forever).
@@ -122,6 +641,9 @@ static int wait_child(pid_t pid, pid_t parent, double limit, int *wstatus,
 			die("wait4");
 		if (getppid() != parent || (watch_stdin && stdin_closed()))
 			return -SIGHUP;
+		sig = sentinel_signal();
+		if (sig)
+			return -sig;
 		/* Wake regularly to notice a dead parent or a closed stdin. */
 		step = watch_stdin ? 0.2 : 1.0;
 		if (limit >= 0) {
@@ -140,13 +662,25 @@ static int wait_child(pid_t pid, pid_t parent, double limit, int *wstatus,
 	}
 }
 
-/* SIGTERM the whole process group, then SIGKILL it after `grace` seconds. */
+/* SIGTERM the whole process group (and, in a cgroup, every member), then
+ * SIGKILL everything after `grace` seconds. */
 static int stop_group(pid_t pid, double grace, int *wstatus, struct rusage *ru)
 {
+	char path[4200], line[64];
+	FILE *f;
 	int r;
 
 	watch_stdin = 0; /* already stopping: give the grace period in full */
+	sentinel = -1;
 	kill(-pid, SIGTERM);
+	if (use_cgroup) {
+		snprintf(path, sizeof(path), "%s/cgroup.procs", cg_path);
+		f = fopen(path, "re");
+		while (f && fgets(line, sizeof(line), f))
+			kill((pid_t)atoi(line), SIGTERM);
+		if (f)
+			fclose(f);
+	}
 	r = wait_child(pid, getppid(), grace, wstatus, ru);
 	if (r != 1) {
 		kill(-pid, SIGKILL);
@@ -156,15 +690,57 @@ static int stop_group(pid_t pid, double grace, int *wstatus, struct rusage *ru)
 	return r;
 }
 
+/* ---- status.json ------------------------------------------------------------ */
+
+/* A JSON string of a file name: quotes, backslashes and bytes outside
+ * printable ASCII become '?', enough to tell which file it was. */
+static void json_name(FILE *f, const char *name)
+{
+	fputc('"', f);
+	for (; *name; name++)
+		fputc(*name >= 0x20 && *name < 0x7f && *name != '"' &&
+				      *name != '\\' ?
+			      *name :
+			      '?',
+		      f);
+	fputc('"', f);
+}
+
+/* Symbolic links in the run directory after the run: reported, so that a
+ * reader knows the benchmark planted them (nothing follows them). */
+static void list_links(FILE *f, const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct stat st;
+	int first = 1;
+
+	fputs("[", f);
+	while (d && (e = readdir(d))) {
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISLNK(st.st_mode))
+			continue;
+		if (!first)
+			fputs(", ", f);
+		json_name(f, e->d_name);
+		first = 0;
+	}
+	if (d)
+		closedir(d);
+	fputs("]", f);
+}
+
 static void write_status(const char *dir, const char *status, int exit_code,
 			 int signo, const struct timespec *t0,
 			 const struct timespec *t1, const struct timespec *w0,
-			 const struct timespec *w1, const struct rusage *ru)
+			 const struct timespec *w1, const struct rusage *ru,
+			 int leftovers)
 {
 	char tmp[4096], path[4096], start[64], end[64], job[32] = "";
 	const char *slurm_job = getenv("SLURM_JOB_ID");
 	struct utsname host;
 	FILE *f;
+	int fd;
 
 	/* Which machine measured: on a cluster, the compute node and job. */
 	if (uname(&host))
@@ -172,19 +748,21 @@ static void write_status(const char *dir, const char *status, int exit_code,
 	if (slurm_job && strspn(slurm_job, "0123456789") == strlen(slurm_job))
 		snprintf(job, sizeof(job), "%s", slurm_job);
 
-	snprintf(tmp, sizeof(tmp), "%s/.status.json.tmp", dir);
+	/* A fresh, uniquely named file (O_EXCL): never a planted link. */
+	snprintf(tmp, sizeof(tmp), "%s/.status.json.XXXXXX", dir);
 	snprintf(path, sizeof(path), "%s/status.json", dir);
 	iso_utc(w0, start, sizeof(start));
 	iso_utc(w1, end, sizeof(end));
-	f = fopen(tmp, "w");
-	if (!f)
+	fd = mkstemp(tmp);
+	if (fd < 0 || fchmod(fd, 0644) || !(f = fdopen(fd, "w")))
 		die(tmp);
 	fprintf(f,
 		"{\"status\": \"%s\", \"exit_code\": %d, \"signal\": %d, "
 		"\"wall_s\": %.9f, \"start\": \"%s\", \"end\": \"%s\", "
 		"\"start_epoch\": %.6f, \"end_epoch\": %.6f, "
 		"\"utime_s\": %.6f, \"stime_s\": %.6f, \"maxrss_kb\": %ld, "
-		"\"host\": \"%s\", \"slurm_job_id\": \"%s\"}\n",
+		"\"host\": \"%s\", \"slurm_job_id\": \"%s\", "
+		"\"containment\": ",
 		status, exit_code, signo, ts_diff(t0, t1), start, end,
 		ts_sec(w0), ts_sec(w1),
 		ts_sec(&(struct timespec){ ru->ru_utime.tv_sec,
@@ -192,6 +770,10 @@ static void write_status(const char *dir, const char *status, int exit_code,
 		ts_sec(&(struct timespec){ ru->ru_stime.tv_sec,
 					   ru->ru_stime.tv_usec * 1000 }),
 		ru->ru_maxrss, host.nodename, job);
+	json_name(f, containment);
+	fprintf(f, ", \"leftovers_killed\": %d, \"links\": ", leftovers);
+	list_links(f, dir);
+	fputs("}\n", f);
 	if (fflush(f) || fsync(fileno(f)) || fclose(f))
 		die(tmp);
 	if (rename(tmp, path))
@@ -205,7 +787,8 @@ int main(int argc, char **argv)
 	struct timespec t0, t1, w0, w1;
 	struct rusage ru;
 	sigset_t set, old;
-	int i, out, err, in, wstatus = 0, r, exit_code, signo = 0;
+	int i, out, err, in, wstatus = 0, r, exit_code, signo = 0, cgfd;
+	int lock_fd = -1, leftovers;
 	const char *status;
 	pid_t pid, parent = getppid();
 
@@ -216,6 +799,8 @@ int main(int argc, char **argv)
 			timeout = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--grace") && i + 1 < argc)
 			grace = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--lock-fd") && i + 1 < argc)
+			lock_fd = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--watch-stdin"))
 			watch_stdin = 1;
 		else if (!strcmp(argv[i], "--")) {
@@ -226,22 +811,47 @@ int main(int argc, char **argv)
 	}
 	if (!dir || i >= argc) {
 		fprintf(stderr, "usage: psrun --dir RUN_DIR [--timeout SEC] "
-				"[--grace SEC] [--watch-stdin] -- PROG [ARG...]\n");
+				"[--grace SEC] [--watch-stdin] [--lock-fd FD] "
+				"-- PROG [ARG...]\n");
 		return 2;
 	}
+	/* The lock stays with psrun, not with the benchmark. */
+	if (lock_fd >= 0 && fcntl(lock_fd, F_SETFD, FD_CLOEXEC))
+		die("--lock-fd");
+
+	watched_set(&set);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	/* A catchable death signal: the parent's death aborts the run cleanly. */
+	prctl(PR_SET_PDEATHSIG, SIGHUP);
+	if (getppid() != parent)
+		return 128 + SIGHUP;
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	sentinel = sentinel_pid = start_sentinel();
+	if (sentinel < 0)
+		die("fork");
+	/* Out of the caller's process group, but in its session: a session of
+	 * its own would put the benchmark in a scheduler autogroup of its own,
+	 * which on a loaded machine delays its first time slice (measured: the
+	 * interval of /bin/true x2.6). */
+	setpgid(0, 0);
+
+	/* What an interrupted attempt of this run left behind goes first. */
+	sweep_previous(dir);
+	cgfd = setup_cgroup(dir);
+	use_cgroup = cgfd >= 0;
+	if (use_cgroup)
+		snprintf(containment, sizeof(containment), "cgroup2:%s", cg_path);
+	write_state(dir);
 	out = open_out(dir, "stdout.txt");
 	err = open_out(dir, "stderr.txt");
 	in = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		die("/dev/null");
-
-	watched_set(&set);
-	sigprocmask(SIG_BLOCK, &set, &old);
 	memset(&ru, 0, sizeof(ru));
 
 	clock_gettime(CLOCK_REALTIME, &w0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	pid = fork();
+	pid = fork_contained(cgfd);
 	if (pid < 0)
 		die("fork");
 	if (pid == 0) {
@@ -258,10 +868,16 @@ int main(int argc, char **argv)
 	r = wait_child(pid, parent, timeout, &wstatus, &ru);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	clock_gettime(CLOCK_REALTIME, &w1);
+	if (!use_cgroup) /* clone3 refused the cgroup */
+		snprintf(containment, sizeof(containment), "subreaper");
 
 	if (r < 0) {
-		/* Aborted from outside: stop the run and leave no status file. */
-		stop_group(pid, grace, &wstatus, &ru);
+		/* Aborted from outside: stop the run and leave no status file.
+		 * A dead workflow gets no long grace: nothing may outlive it. */
+		stop_group(pid, r == -SIGTERM ? grace : (grace < 0.5 ? grace : 0.5),
+			   &wstatus, &ru);
+		end_contained();
+		clear_state(dir);
 		fprintf(stderr, "psrun: aborted by signal %d\n", -r);
 		return 128 - r;
 	}
@@ -273,6 +889,9 @@ int main(int argc, char **argv)
 	}
 	/* Descendants left behind by the benchmark must not outlive the run. */
 	kill(-pid, SIGKILL);
+	leftovers = end_contained();
+	if (cgfd >= 0)
+		close(cgfd);
 
 	if (WIFSIGNALED(wstatus)) {
 		signo = WTERMSIG(wstatus);
@@ -282,6 +901,8 @@ int main(int argc, char **argv)
 	}
 	if (r == 1)
 		status = exit_code == 0 ? "ok" : "failed";
-	write_status(dir, status, exit_code, signo, &t0, &t1, &w0, &w1, &ru);
+	write_status(dir, status, exit_code, signo, &t0, &t1, &w0, &w1, &ru,
+		     leftovers);
+	clear_state(dir);
 	return 0;
 }

@@ -1,0 +1,241 @@
+"""Nothing escapes, nothing overlaps (issue 20): the real workflow, real processes.
+
+Every process of a run ends with it, whatever it did with sessions; a killed
+workflow takes its benchmark with it; two invocations never measure at once;
+every value either runs or is refused in one line; nothing is written through
+a link a benchmark planted.
+"""
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, SNAKEMAKE, jobs_run, mtimes, snakemake, statuses, write_campaign
+
+from perfsnake.stages.aggregate import read_csv
+
+pytestmark = pytest.mark.e2e
+
+
+def campaign(name="c", command="echo value={x}", variables=None, **extra):
+    data = {
+        "name": name,
+        "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=(\S+)"}},
+        "variables": variables if variables is not None else {"x": [1]},
+        "nb_runs": 1,
+    }
+    data.update(extra)
+    return data
+
+
+def snakemake_argv(camp: Path, *args: str) -> list[str]:
+    return [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
+            "--configfile", str(ROOT / "config/config.yaml"), *args, "--config", f"campaign={camp}"]  # fmt: skip
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_for(predicate, timeout=120.0, what="condition", proc=None):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        assert proc is None or proc.poll() is None, f"snakemake ended while waiting for {what}"
+        time.sleep(0.05)
+
+
+def pids_in(directory: Path, name: str) -> list[int]:
+    return [int(p.read_text()) for p in directory.rglob(name) if p.read_text().strip()]
+
+
+def no_overlap(spans: list[tuple[float, float]]) -> None:
+    spans = sorted(spans)
+    for (_s0, e0), (s1, _e1) in zip(spans, spans[1:], strict=False):
+        assert s1 >= e0, spans
+
+
+@pytest.mark.parametrize("timeout_s", [None, 1])
+def test_setsid_grandchild_ends_with_its_run(tmp_path, timeout_s):
+    # `setsid sleep 61 & sleep 30`: the grandchild leaves the benchmark's process group and session.
+    command = "setsid sh -c 'echo $$ > gc.pid; exec sleep 61' & " + ("sleep 30" if timeout_s else "sleep 0.2") + "; echo value={x}"
+    extra = {"timeout_s": timeout_s} if timeout_s else {}
+    camp = write_campaign(tmp_path, campaign(command=command, **extra))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    run = tmp_path / "results/c/runs/x-1/run-1"
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == ("timeout" if timeout_s else "ok")
+    assert result["containment"].startswith(("cgroup2:/", "subreaper"))
+    grandchild = int((run / "gc.pid").read_text())
+    assert not alive(grandchild)
+
+
+def test_self_detaching_daemon_hook_ends_with_its_run(tmp_path):
+    # What `redis-server --daemonize yes` does: the server detaches, the hook's command goes on.
+    daemon = "setsid sh -c 'echo $$ > {run_dir}/server.pid; exec sleep 1000' & exec sleep 1000"
+    camp = write_campaign(tmp_path, campaign(pre_run_hooks=[{"type": "daemon", "name": "srv", "command": daemon, "startup_s": 0.2}]))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    run = tmp_path / "results/c/runs/x-1/run-1"
+    server = int((run / "server.pid").read_text())
+    assert not alive(server)
+    hooks = json.loads((run / "hooks.json").read_text())
+    teardown = next(h for h in hooks if h["phase"] == "teardown")
+    assert teardown["stopped"] is True and teardown["containment"].startswith(("cgroup2:/", "subreaper"))
+
+
+@pytest.mark.parametrize("target", ["process group", "pid"])
+def test_killed_workflow_takes_its_benchmark_and_resume_never_overlaps(tmp_path, target):
+    # Each run records its benchmark's pid and that of a detached grandchild, then sleeps.
+    command = "echo $$ > bench.pid; setsid sh -c 'echo $$ > gc.pid; exec sleep 60' & sleep 3; echo value={x}"
+    camp = write_campaign(tmp_path, campaign(command=command, variables={"x": [1, 2, 3]}))
+    proc = subprocess.Popen(snakemake_argv(camp, "--cores", "1", "all"), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    runs = tmp_path / "results/c/runs"
+    wait_for(lambda: runs.exists() and len(pids_in(runs, "gc.pid")) >= 1, what="a running benchmark", proc=proc)
+    first = pids_in(runs, "bench.pid") + pids_in(runs, "gc.pid")
+    # What a shell's job control, `timeout -s KILL` or a CI runner does.
+    if target == "process group":
+        os.killpg(proc.pid, signal.SIGKILL)
+    else:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    killed = time.monotonic()
+    wait_for(lambda: not any(alive(p) for p in first), timeout=2.0, what="the first attempt's processes to end")
+    assert time.monotonic() - killed < 2.0
+    # The documented resume.
+    snakemake(tmp_path, camp, "--unlock", "all")
+    snakemake(tmp_path, camp, "--cores", "1", "all", "--rerun-incomplete")
+    spans = [(s["start_epoch"], s["end_epoch"]) for s in statuses(tmp_path, "c").values()]
+    assert len(spans) == 3
+    no_overlap(spans)
+    assert not any(alive(p) for p in pids_in(runs, "gc.pid"))
+
+
+def test_two_invocations_in_one_checkout_never_overlap(tmp_path):
+    command = "sleep 0.3; echo value={x}"
+    camps = [write_campaign(tmp_path, campaign(name=n, command=command, variables={"x": [1, 2, 3, 4]}), f"{n}.yaml") for n in ("a", "b")]
+    # The launcher both need, built first: Snakemake locks a directory against
+    # two invocations creating the same file.
+    snakemake(tmp_path, camps[0], "--cores", "1", "resources/bin/psrun")
+    procs = [subprocess.Popen(snakemake_argv(c, "--cores", "2", "all"), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for c in camps]  # fmt: skip
+    outputs = [p.communicate(timeout=600) for p in procs]
+    for p, (_out, err) in zip(procs, outputs, strict=True):
+        assert p.returncode == 0, err[-3000:]
+    spans = [(s["start_epoch"], s["end_epoch"]) for n in ("a", "b") for s in statuses(tmp_path, n).values()]
+    assert len(spans) == 8
+    no_overlap(spans)
+
+
+def test_a_second_invocation_waits_for_the_host_lock_and_says_so(tmp_path):
+    camp = write_campaign(tmp_path, campaign())
+    lock = Path(os.environ["PERFSNAKE_HOST_LOCK"])
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another invocation's run, as far as this one can tell
+    log = tmp_path / "stderr.log"
+    try:
+        with log.open("w") as err:
+            proc = subprocess.Popen(snakemake_argv(camp, "--cores", "1", "all"), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err)
+        wait_for(lambda: "[perfsnake] waiting for" in log.read_text(), what="the waiting line", proc=proc)
+        assert not (tmp_path / "results/c/runs/x-1/run-1/status.json").exists()
+        released = time.time()
+    finally:
+        os.close(fd)
+    assert proc.wait(timeout=300) == 0
+    lines = [ln for ln in log.read_text().splitlines() if "[perfsnake] waiting for" in ln]
+    assert len(lines) == 1 and str(lock) in lines[0]
+    assert statuses(tmp_path, "c")["x-1/run-1"]["start_epoch"] >= released
+
+
+@pytest.mark.parametrize("value", [".inf", ".nan", "-.inf"])
+@pytest.mark.parametrize("key", ["timeout_s", "duration_s"])
+def test_non_finite_numbers_are_refused_in_one_line(tmp_path, key, value):
+    data = json.dumps(campaign())[:-1] + f', "{key}": VALUE}}'
+    path = tmp_path / "c.yaml"
+    path.write_text(data.replace("VALUE", value))  # JSON is YAML; .inf is YAML's infinity
+    for argv in ([str(Path(SNAKEMAKE).with_name("python")), "-m", "perfsnake", "validate", str(path)],
+                 snakemake_argv(path, "--cores", "1", "all")):  # fmt: skip
+        proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+        assert proc.returncode != 0
+        lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("perfsnake: error:")]
+        assert len(lines) == 1 and str(path) in lines[0] and f"{key}:" in lines[0] and "not a finite number" in lines[0], proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_long_and_periodic_values_run(tmp_path):
+    long_value = "v" * 150 + "w" * 150
+    mask = "0x" + "f" * 24
+    values = [long_value, long_value[:-1] + "x", mask, "0x" + "f" * 25, "plain"]
+    camp = write_campaign(tmp_path, campaign(command="echo value=1; printf '%s' {x} > value.txt", variables={"x": values}))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert jobs_run(proc, "run") == len(values)
+    frame = read_csv(tmp_path / "results/c/c.csv")
+    assert sorted(frame["x"]) == sorted(values) and set(frame["status"]) == {"ok"}
+    runs = tmp_path / "results/c/runs"
+    seen = {}
+    for result in runs.rglob("result.json"):
+        data = json.loads(result.read_text())
+        seen[data["variables"]["x"]] = result.parent
+        assert (result.parent / "value.txt").read_text() == data["variables"]["x"]
+        assert all(len(part) <= 255 for part in result.relative_to(runs).parts)
+    assert set(seen) == set(values)
+    # Stable: a second invocation finds every run done.
+    before = mtimes(tmp_path, "c")
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert jobs_run(proc, "run") == 0 and mtimes(tmp_path, "c") == before
+
+
+def test_planted_link_is_reported_never_followed(tmp_path):
+    outside = tmp_path / "precious.txt"
+    outside.write_text("precious\n")
+    command = f"ln -s {outside} result.json.tmp; ln -s {outside} samples.csv; ln -s {outside} hooks.json; echo value={{x}}"
+    camp = write_campaign(tmp_path, campaign(command=command, post_run_hooks=[{"type": "cooldown", "seconds": 0}]))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert outside.read_text() == "precious\n"
+    run = tmp_path / "results/c/runs/x-1/run-1"
+    for name in ("result.json", "hooks.json"):
+        assert not (run / name).is_symlink(), name
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "ok"
+    assert {"result.json.tmp", "samples.csv", "hooks.json"} <= set(result["links"])
+    assert json.loads((run / "status.json").read_text())["links"] == result["links"]
+
+
+def test_host_lock_path_default_config_and_environment(monkeypatch):
+    import socket
+
+    from perfsnake import hostlock
+
+    monkeypatch.delenv(hostlock.LOCK_ENV, raising=False)
+    hostlock.configure(None)
+    assert hostlock.lock_path() == hostlock.default_dir() / "bench.lock"
+    if os.geteuid() == 0:
+        assert hostlock.lock_path() == Path("/run/perfsnake/bench.lock")
+    hostlock.configure("/shared/locks/{host}.lock")  # one lock per node of a cluster
+    assert hostlock.lock_path() == Path(f"/shared/locks/{socket.gethostname()}.lock")
+    monkeypatch.setenv(hostlock.LOCK_ENV, "/elsewhere/bench.lock")
+    assert hostlock.lock_path() == Path("/elsewhere/bench.lock")
+    hostlock.configure(None)
+
+
+def test_marked_components_are_stable_distinct_and_short():
+    from perfsnake.escape import record_path
+
+    long_a, long_b = "a" * 300, "a" * 299 + "b"
+    pa, pb = record_path({"x": long_a}, ["x"]), record_path({"x": long_b}, ["x"])
+    assert pa != pb and len(pa) <= 120 and pa == record_path({"x": long_a}, ["x"])
+    mask = "0x" + "f" * 24
+    assert record_path({"x": mask}, ["x"]) == f"x-{mask}~"
+    assert record_path({"x": "0x" + "f" * 18}, ["x"]) == "x-0x" + "f" * 18  # below Snakemake's limit: unchanged
+    assert record_path({"x": 1, "y": 2}, ["x", "y"]) == "x-1/y-2"
