@@ -127,3 +127,43 @@ def test_machine_state_is_recorded_around_each_run(tmp_path):
     frame = read_results(tmp_path / "results/state/state.csv")
     for column in ("machine.load1", "machine.other_cpu_s", "machine.mem_available_mb"):
         assert frame[column].notna().all() and (frame[column] >= 0).all(), column
+
+
+def _hooked(pre: list, command: str = "echo value=1", timeout_s: int = 60) -> dict:
+    return {
+        "name": "hooks", "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=(\d+)"}},
+        "variables": {"x": [1]}, "nb_runs": 1, "timeout_s": timeout_s, "pre_run_hooks": pre,
+    }  # fmt: skip
+
+
+def test_a_failing_pre_run_hook_ends_the_run_at_once(tmp_path):
+    camp = write_campaign(tmp_path, _hooked([{"type": "command", "name": "prep", "command": "echo cannot prepare; exit 5"}], command="sleep 50; echo value=1"))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    status = statuses(tmp_path, "hooks")["x-1/run-1"]
+    assert status["status"] == "hook_failed" and "prep hook exited with 5" in status["reason"]
+    assert "HOOK_FAILED: the prep hook exited with 5" in proc.stderr
+    assert (tmp_path / "results/hooks/runs/x-1/run-1/hook-prep-pre.log").read_text().strip() == "cannot prepare"
+    assert "hook_failed" in list(read_results(tmp_path / "results/hooks/hooks.csv")["status"])
+
+
+def test_a_daemon_that_dies_or_never_gets_ready_fails_the_run(tmp_path):
+    camp = write_campaign(tmp_path, _hooked([{"type": "daemon", "name": "srv", "command": "exit 7", "ready": {"file": "{run_dir}/never", "timeout_s": 20}}]))
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    status = statuses(tmp_path, "hooks")["x-1/run-1"]
+    assert status["status"] == "hook_failed" and "exited with status" in status["reason"]
+    other = tmp_path / "slow"
+    other.mkdir()
+    camp = write_campaign(other, _hooked([{"type": "daemon", "name": "srv", "command": "sleep 100", "ready": {"file": "{run_dir}/never", "timeout_s": 1}}]))
+    snakemake(other, camp, "--cores", "1", "all")
+    status = statuses(other, "hooks")["x-1/run-1"]
+    assert status["status"] == "hook_failed" and status["reason"].startswith("not ready after 1 s")
+
+
+def test_a_server_daemon_on_a_free_port_is_ready_before_the_benchmark(tmp_path):
+    server = "exec python3 -m http.server {free_port} --bind 127.0.0.1"
+    client = "python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' http://127.0.0.1:{free_port}/ && echo value=1"
+    camp = write_campaign(tmp_path, _hooked([{"type": "daemon", "name": "web", "command": server, "ready": {"tcp": "{free_port}", "timeout_s": 30}}], command=client))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    status = statuses(tmp_path, "hooks")["x-1/run-1"]
+    assert status["status"] == "ok", (tmp_path / "results/hooks/runs/x-1/run-1/stderr.txt").read_text()
+    assert "aborted by signal" not in proc.stdout + proc.stderr  # a normal teardown says nothing alarming

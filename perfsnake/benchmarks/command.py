@@ -12,7 +12,7 @@ from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, searc
 from perfsnake.documents import metrics_from
 from perfsnake.template import placeholders, render
 
-RUN_BUILTINS = {"build_dir", "run_dir", "duration_s", "src_dir"}
+RUN_BUILTINS = {"build_dir", "run_dir", "duration_s", "src_dir", "free_port"}
 BUILD_BUILTINS = {"build_dir", "src_dir"}
 
 

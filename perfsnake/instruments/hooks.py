@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -50,7 +51,7 @@ def _check_template(hook: Hook, template: object, variables: list[str], field: s
         used = placeholders(template)
     except ValueError as exc:
         raise hook.fail(str(exc), field) from None
-    known = set(variables) | {"run_dir"}
+    known = set(variables) | {"run_dir", "free_port"}
     unknown = sorted(used - known)
     if unknown:
         raise hook.fail(f"unknown placeholder {{{unknown[0]}}} (known: {', '.join(sorted(known))})", field)
@@ -76,6 +77,25 @@ def _kill_cgroup(containment: str | None) -> None:
             Path(containment.split(":", 1)[1], "cgroup.kill").write_text("1")
 
 
+def _is_ready(ready: dict, ctx: Context) -> bool:
+    """One check of a daemon's `ready:` condition."""
+    if "tcp" in ready:
+        port = int(_render(str(ready["tcp"]), ctx).strip("'\""))
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                pass
+        except OSError:
+            return False
+    if "file" in ready and not Path(_render(str(ready["file"]), ctx).strip("'\"")).exists():
+        return False
+    if "command" in ready:
+        done = subprocess.run(["/bin/sh", "-c", _render(str(ready["command"]), ctx)], cwd=ctx.run_dir,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)  # fmt: skip
+        if done.returncode != 0:
+            return False
+    return True
+
+
 def _render(template: str, ctx: Context) -> str:
     return render(template, {**ctx.params, "run_dir": ctx.run_dir})
 
@@ -91,10 +111,21 @@ class Daemon(Hook):
 
     kind = "daemon"
     phases = ("pre",)
-    options = {"command": None, "name": "daemon", "startup_s": 0.0}
+    options = {"command": None, "name": "daemon", "startup_s": 0.0, "ready": None}
+    READY_KEYS = ("tcp", "file", "command", "timeout_s")
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         _check_template(self, self.spec["command"], variables)
+        ready = self.spec["ready"]
+        if ready is not None:
+            if not isinstance(ready, dict) or not ready or set(ready) - set(self.READY_KEYS) or not set(ready) & {"tcp", "file", "command"}:
+                raise self.fail("expected a mapping with tcp (a port), file (a path) or command, and optionally timeout_s", "ready")
+            for key in ("tcp", "file", "command"):
+                if key in ready:
+                    _check_template(self, str(ready[key]), variables, f"ready.{key}")
+            limit = ready.get("timeout_s", 30)
+            if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 < limit <= 3600:
+                raise self.fail("expected a number of seconds from 0 to 3600", "ready.timeout_s")
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", str(self.spec["name"])):
             raise self.fail("must be a simple name", "name")
         startup = self.spec["startup_s"]
@@ -110,15 +141,39 @@ class Daemon(Hook):
         # The launcher contains the daemon (its own cgroup, or as a subreaper)
         # and holds the host's benchmark lock while anything of it is alive.
         lock_args, lock_fds = launcher_args()
-        proc = subprocess.Popen(
-            [str(launcher), "--dir", str(out_dir), "--grace", str(DAEMON_GRACE_S), *lock_args, "--", "/bin/sh", str(out_dir / "command.sh")],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            pass_fds=lock_fds,
-        )
+        # The launcher's own words (its normal teardown by SIGTERM included)
+        # go to a file, not to the terminal, where they would look alarming.
+        with os.fdopen(safefile.create(out_dir / "launcher.log"), "w") as log:
+            proc = subprocess.Popen(
+                [str(launcher), "--dir", str(out_dir), "--grace", str(DAEMON_GRACE_S), *lock_args, "--", "/bin/sh", str(out_dir / "command.sh")],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                pass_fds=lock_fds,
+            )
         if float(self.spec["startup_s"]):  # type: ignore[arg-type]
             time.sleep(float(self.spec["startup_s"]))  # type: ignore[arg-type]
-        return {"applied": True, "pid": proc.pid, "command": command, "_proc": proc}
+        state: dict[str, object] = {"applied": True, "pid": proc.pid, "command": command, "_proc": proc}
+        problem = self._wait_ready(ctx, proc) if self.spec["ready"] else None
+        if problem is None and proc.poll() is not None:
+            problem = f"the daemon exited with status {proc.returncode} before the run"
+        if problem:
+            state["failed"] = problem
+        return state
+
+    def _wait_ready(self, ctx: Context, proc: subprocess.Popen) -> str | None:
+        """Poll the `ready:` condition until it holds (None), the daemon exits or
+        the deadline passes (the problem, in words)."""
+        ready: dict = self.spec["ready"]  # type: ignore[assignment]
+        deadline = time.monotonic() + float(ready.get("timeout_s", 30))
+        while True:
+            if proc.poll() is not None:
+                return f"the daemon exited with status {proc.returncode} before it was ready"
+            if _is_ready(ready, ctx):
+                return None
+            if time.monotonic() > deadline:
+                return f"not ready after {float(ready.get('timeout_s', 30)):g} s ({', '.join(f'{k}: {v}' for k, v in ready.items() if k != 'timeout_s')})"
+            time.sleep(0.05)
 
     def teardown(self, ctx: Context, state: dict[str, object]) -> dict[str, object]:
         proc = state.get("_proc")
@@ -333,6 +388,9 @@ class Command(Hook):
         with os.fdopen(safefile.create(log), "w") as out:
             proc = subprocess.run(["/bin/sh", "-c", command], cwd=ctx.run_dir, stdout=out, stderr=subprocess.STDOUT, check=False)
         result: dict[str, object] = {"applied": proc.returncode == 0, "exit_code": proc.returncode}
+        if proc.returncode != 0 and phase == "pre":
+            # A failed preparation ends the run at once (status hook_failed).
+            result["failed"] = f"the {self.spec['name']} hook exited with {proc.returncode} (see {log.name})"
         output = log.read_text(errors="replace")
         values = {}
         for name, pattern in self.patterns.items():

@@ -43,7 +43,7 @@ def rows_of(results: list[dict], variables: list[str], metrics: list[str]) -> tu
 
 
 def footer(results: list[dict]) -> dict[str, object]:
-    counts = {s: sum(1 for r in results if r["status"] == s) for s in ("ok", "failed", "timeout")}
+    counts = {s: sum(1 for r in results if r["status"] == s) for s in ("ok", "failed", "timeout", "hook_failed")}
     if results:
         first = min(r["start_epoch"] for r in results)
         last = max(r["end_epoch"] for r in results)
@@ -58,6 +58,7 @@ def footer(results: list[dict]) -> dict[str, object]:
         "runs_ok": counts["ok"],
         "runs_failed": counts["failed"],
         "runs_timeout": counts["timeout"],
+        "runs_hook_failed": counts["hook_failed"],
     }
     # Where the runs were measured (compute nodes on a cluster; the remote
     # host over ssh), from each run's status.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import socket
 import sys
 import threading
 import time
@@ -152,6 +153,13 @@ def _execute_locked(
             state = hook.apply(ctx, "pre")
             started.append((hook, state))
             report.append(_hook_entry(hook, "pre", state))
+            if state.get("failed"):
+                # The benchmark would run against nothing until its timeout:
+                # the run ends here, recorded as data with the hook's reason.
+                if progress is not None:
+                    print(progress.start_line(campaign, label), file=sys.stderr, flush=True)
+                write_hook_failed(run_dir, str(state["failed"]))
+                return 0
         return _launch(launch, run_dir, script, timeout_s, progress, campaign, label)
     finally:
         for hook, state in reversed(started):
@@ -161,6 +169,22 @@ def _execute_locked(
         for hook in post:
             report.append(_hook_entry(hook, "post", hook.apply(ctx, "post")))
         safefile.write_text(run_dir / HOOKS_FILE, json.dumps(report, indent=1, default=str) + "\n")
+
+
+def write_hook_failed(run_dir: Path, reason: str) -> None:
+    """status.json of a run that a pre-run hook stopped before it started."""
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
+    status = {"status": "hook_failed", "exit_code": None, "signal": 0, "reason": reason, "wall_s": 0.0,
+              "start": stamp, "end": stamp, "start_epoch": now, "end_epoch": now}  # fmt: skip
+    safefile.write_text(run_dir / STATUS_FILE, json.dumps(status, indent=1) + "\n")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on now: the run's {free_port}."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _launch(
@@ -187,7 +211,8 @@ def _launch(
 _DONE_BEFORE: dict[str, int] = {}
 
 
-def run_script(index: CampaignIndex, name: str, record_path: str, run: int, workdir: Path) -> tuple[Path, str]:
+def run_script(index: CampaignIndex, name: str, record_path: str, run: int, workdir: Path,
+               extra: dict[str, object] | None = None) -> tuple[Path, str]:  # fmt: skip
     """The run directory and the text of its command.sh (absolute paths, re-runnable by hand)."""
     c = index.campaigns[name]
     record = c.by_path[record_path]
@@ -195,7 +220,7 @@ def run_script(index: CampaignIndex, name: str, record_path: str, run: int, work
     rdir = layout.here(layout.run_dir(name, record_path, run), workdir)
     build_dir = layout.here(layout.build_dir(bench.key, record.build_key), workdir) if bench.needs_build() else None
     src_dir = layout.here(layout.source_dir(source_key(bench.source)), workdir) if bench.source else None
-    params = c.run_params(record)
+    params = {**c.run_params(record), **(extra or {})}
     ctx = RunContext(params, build_dir, rdir, c.duration_s, src_dir)
     header = {"campaign": name, "record": record_path, "run": run}
     body = c.instruments.compose(Context(params, rdir, workdir), bench.run_command(ctx))
@@ -206,11 +231,13 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
     """One run job: hooks, the launcher (the timed part), progress on stderr."""
     workdir = Path.cwd()
     c = index.campaigns[name]
-    rdir, script = run_script(index, name, record_path, run, workdir)
+    # A port the run's daemon and benchmark may share ({free_port}).
+    extra: dict[str, object] = {"free_port": free_port()}
+    rdir, script = run_script(index, name, record_path, run, workdir, extra)
     if name not in _DONE_BEFORE:
         _DONE_BEFORE[name] = count_done(index.possible_run_targets(name))
     progress = progress_for(name, len(c.records) * c.max_runs, _DONE_BEFORE[name])
-    params = c.run_params(c.by_path[record_path])
+    params = {**c.run_params(c.by_path[record_path]), **extra}
     ctx = Context(params, rdir, workdir)
 
     def launch(run_dir: Path, text: str, timeout_s: float | None) -> int:
@@ -249,6 +276,8 @@ def failure_line(campaign: str, label: str, rdir: Path) -> str | None:
         return None
     if state == "timeout":
         how = f"timed out after {status.get('wall_s', 0):.1f} s"
+    elif state == "hook_failed":
+        return f"[perfsnake] {campaign}: run {label} HOOK_FAILED: {status.get('reason', '')}"
     elif status.get("signal"):
         how = f"killed by signal {status['signal']}"
     else:
