@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -44,6 +45,11 @@ SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 OUT = ROOT / "bench" / "results"
 #: LevelDB readrandom operations per run (about 2 s here: longer runs, less noise).
 READS = 1_000_000
+
+
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def snakemake(workdir: Path, campaign: Path, *args: str) -> subprocess.CompletedProcess:
@@ -121,11 +127,11 @@ def orchestration(workdir: Path, records: int, runs: int) -> dict:
     camp = write(workdir, {"name": name, "benchmark": {"type": "command", "command": "true {x}"},
                            "variables": variables, "nb_runs": runs})  # fmt: skip
     snakemake(workdir, camp, "--cores", "1", "resources/bin/psrun")
-    start = time.monotonic()
+    start, cpu0 = time.monotonic(), _cpu_of_children()
     snakemake(workdir, camp, "--cores", "1", "all")
-    total = time.monotonic() - start
+    total, cpu = time.monotonic() - start, _cpu_of_children() - cpu0
     busy = sum(json.loads(p.read_text())["wall_s"] for p in (workdir / "results" / name).rglob("status.json"))
-    return {"records": records, "runs_per_record": runs, "runs": records * runs, "wall_s": total,
+    return {"records": records, "runs_per_record": runs, "runs": records * runs, "wall_s": total, "cpu_s": cpu,
             "benchmark_s": busy, "overhead_s": total - busy, "overhead_per_run_ms": (total - busy) / (records * runs) * 1000}  # fmt: skip
 
 
@@ -177,14 +183,14 @@ def bare_dag(workdir: Path, jobs: int) -> dict:
     return {"jobs": jobs, "dry_run_s": elapsed, "peak_rss_mb": rss, "cpu_s": cpu}
 
 
-def bare_jobs(workdir: Path, jobs: int) -> float:
-    """Wall seconds of running `jobs` trivial shell jobs, one core, greedy scheduler."""
+def bare_jobs(workdir: Path, jobs: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of running `jobs` trivial shell jobs, one core, greedy scheduler."""
     snakefile = bare_workflow(workdir / f"bare_run_{jobs}")
     cmd = [SNAKEMAKE, "all", "--cores", "1", "--scheduler", "greedy", "--quiet", "-s", str(snakefile),
            "--directory", str(snakefile.parent), "--config", f"njobs={jobs}"]  # fmt: skip
-    start = time.monotonic()
+    start, cpu0 = time.monotonic(), _cpu_of_children()
     subprocess.run(cmd, cwd=snakefile.parent, capture_output=True, text=True, check=True)
-    return time.monotonic() - start
+    return time.monotonic() - start, _cpu_of_children() - cpu0
 
 
 def one_run_end_to_end(workdir: Path) -> dict:
@@ -196,7 +202,7 @@ def one_run_end_to_end(workdir: Path) -> dict:
     start = time.monotonic()
     snakemake(workdir, camp, "--cores", "1", "all")
     perfsnake_s = time.monotonic() - start
-    bare_s = bare_jobs(workdir / "bare_one", 1)
+    bare_s = bare_jobs(workdir / "bare_one", 1)[0]
     return {"perfsnake_s": perfsnake_s, "bare_s": bare_s, "ratio": perfsnake_s / bare_s}
 
 
@@ -272,9 +278,13 @@ def baselines(work: Path, quick: bool) -> dict:
                   "perfsnake_rss_mb": max(d[0]["peak_rss_mb"] for d in dags), "bare_rss_mb": max(d[1]["peak_rss_mb"] for d in dags)}  # fmt: skip
     ours_rows = [orchestration(work, 1, small), orchestration(work, 1, large)]
     ours_marginal = (ours_rows[1]["overhead_s"] - ours_rows[0]["overhead_s"]) / (large - small) * 1000
-    bare_marginal = (bare_jobs(work, large) - bare_jobs(work, small)) / (large - small) * 1000
+    bare_large, bare_small = bare_jobs(work, large), bare_jobs(work, small)
+    bare_marginal = (bare_large[0] - bare_small[0]) / (large - small) * 1000
+    ours_cpu_marginal = (ours_rows[1]["cpu_s"] - ours_rows[0]["cpu_s"]) / (large - small) * 1000
+    bare_cpu_marginal = (bare_large[1] - bare_small[1]) / (large - small) * 1000
     print("orchestration", ours_rows, flush=True)
-    out["marginal"] = {"perfsnake_ms": ours_marginal, "bare_greedy_ms": bare_marginal, "ratio": ours_marginal / bare_marginal}
+    out["marginal"] = {"perfsnake_ms": ours_marginal, "bare_greedy_ms": bare_marginal, "ratio": ours_marginal / bare_marginal,
+                       "perfsnake_cpu_ms": ours_cpu_marginal, "bare_cpu_ms": bare_cpu_marginal, "cpu_ratio": ours_cpu_marginal / bare_cpu_marginal}  # fmt: skip
     out["one_run"] = one_run_end_to_end(work / "one_run")
     out["targets"] = {"dag_ratio<=1.3": out["dag"]["ratio"] <= 1.3, "dag_cpu_ratio<=1.3": out["dag"]["cpu_ratio"] <= 1.3, "dag_rss<=400MB": out["dag"]["perfsnake_rss_mb"] <= 400,
                       "marginal_ratio<=1.2": out["marginal"]["ratio"] <= 1.2, "one_run_ratio<=3": out["one_run"]["ratio"] <= 3}  # fmt: skip
@@ -305,7 +315,8 @@ def print_table(report: dict) -> None:
         print(f"dry run, {b['dag']['jobs']} jobs: {b['dag']['perfsnake_s']:.1f} s vs {b['dag']['bare_s']:.1f} s = {b['dag']['ratio']:.2f}x "
               f"(CPU {b['dag'].get('perfsnake_cpu_s', 0):.1f} vs {b['dag'].get('bare_cpu_s', 0):.1f} s = {b['dag'].get('cpu_ratio', 0):.2f}x); "
               f"RSS {b['dag']['perfsnake_rss_mb']:.0f} vs {b['dag']['bare_rss_mb']:.0f} MB")  # fmt: skip
-        print(f"marginal per run: {b['marginal']['perfsnake_ms']:.1f} ms vs {b['marginal']['bare_greedy_ms']:.1f} ms (greedy) = {b['marginal']['ratio']:.2f}x")
+        print(f"marginal per run: {b['marginal']['perfsnake_ms']:.1f} ms vs {b['marginal']['bare_greedy_ms']:.1f} ms (greedy) = {b['marginal']['ratio']:.2f}x "
+              f"(CPU {b['marginal'].get('perfsnake_cpu_ms', 0):.1f} vs {b['marginal'].get('bare_cpu_ms', 0):.1f} ms = {b['marginal'].get('cpu_ratio', 0):.2f}x)")
         print(f"one run end to end: {b['one_run']['perfsnake_s']:.2f} s vs {b['one_run']['bare_s']:.2f} s = {b['one_run']['ratio']:.2f}x")
         print("targets met:", b["targets"])
 
