@@ -103,7 +103,7 @@ class CampaignIndex:
         if self.controls(name):
             targets.append(layout.overhead(name))
         for plot in c.plots:
-            targets += [layout.plot(name, plot["name"], "svg"), layout.plot(name, plot["name"], "png")]
+            targets += [layout.plot(name, plot["name"], ext) for ext in ("svg", "png", "pdf")]
         return targets
 
     def instrument_targets(self, name: str) -> list[str]:

@@ -1,5 +1,7 @@
-# Report: the campaign's plots, drawn with Altair, as SVG and PNG; both are
-# registered for `snakemake --report report.html`.
+# Report: the campaign's figures (Altair: SVG, PNG and PDF), the tables to
+# paste (summary.md/.tex/.org) and HTML pages of the analysis tables, all
+# registered for `snakemake --report report.html`, one category per campaign.
+from perfsnake.stages import tables as tables_stage
 
 
 rule plot:
@@ -11,9 +13,11 @@ rule plot:
             "results/{campaign}/plots/{plot}.svg",
             caption="../workflow/report/plot.rst",
             category="{campaign}",
-            labels={"campaign": "{campaign}", "figure": "{plot}"},
+            subcategory="figures",
+            labels={"figure": "{plot}"},
         ),
         png="results/{campaign}/plots/{plot}.png",
+        pdf="results/{campaign}/plots/{plot}.pdf",
     log:
         "results/{campaign}/logs/plot/{plot}.log",
     # Short and reads the whole campaign: on a cluster it runs on the submit host.
@@ -23,5 +27,8 @@ rule plot:
     params:
         plot=plot_spec,
         campaign=campaign_info,
+        caption=lambda w: tables_stage.plot_caption(
+            INDEX.campaigns[w.campaign], json.loads(plot_spec(w))
+        ),
     script:
         "../scripts/plot.py"
