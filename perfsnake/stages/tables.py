@@ -35,6 +35,17 @@ def number(x: float, digits: int = 4) -> str:
     return f"{x:.{digits - 1}e}"
 
 
+def plus_minus(centre: float, half: float) -> str:
+    """`centre ± half`, both rounded to the half-width's two significant digits (as hyperfine)."""
+    if not (math.isfinite(half) and half > 0 and math.isfinite(centre)):
+        return number(centre)
+    digits = 1 - int(math.floor(math.log10(half)))
+    if digits >= 0:
+        return f"{centre:,.{digits}f} ± {half:,.{digits}f}".replace(",", " ")
+    step = 10 ** (-digits)
+    return f"{round(centre / step) * step:,.0f} ± {round(half / step) * step:,.0f}".replace(",", " ")
+
+
 def _value_text(v: object) -> str:
     from perfsnake.escape import value_text
 
@@ -77,7 +88,7 @@ def summary_table(summary: pd.DataFrame, info: Mapping[str, object]) -> pd.DataF
         half = (hi - lo) / 2 if math.isfinite(hi - lo) else float("nan")
         rec = {v: pretty.get(v, {}).get(_value_text(row[v]), _value_text(row[v])) for v in variables}
         rec["metric"] = row["metric"]
-        rec[str(stats["statistic"])] = f"{number(c)} ± {number(half, 2)}" if math.isfinite(half) else number(c)
+        rec[str(stats["statistic"])] = plus_minus(c, half)
         rec[level] = f"[{number(lo)}, {number(hi)}]" if math.isfinite(half) else "-"
         rec["n"] = int(row["n"]) if "n" in row and math.isfinite(float(row["n"])) else 0
         if baseline:
@@ -239,3 +250,121 @@ def plot_caption(campaign: object, plot: Mapping[str, object]) -> str:
     runs = f"{n} runs per record" if not data.get("precision") else f"{data['precision']['min_runs']} to {data['precision']['max_runs']} runs per record (until precise enough)"
     parts = [desc, f"{', '.join(map(str, ys))} by {', '.join(by)}: {what}; {runs}; failed runs left out."]
     return " ".join(p for p in parts if p)
+
+
+# ---- report pages ------------------------------------------------------------
+PAGES = ("landing", "machine", "summary", "comparisons", "significant")
+MACHINE_KEYS = (
+    "hostname", "cpu_model", "online_cpus", "smt", "numa_nodes", "memory", "uname", "os_release", "cpufreq_governor",
+    "perf_event_paranoid", "compiler", "python", "snakemake", "pandas", "perfsnake_commit", "perfsnake_tree", "platform",
+)  # fmt: skip
+COUNT_KEYS = ("runs", "runs_ok", "runs_failed", "runs_timeout", "total_duration_s", "total_benchmark_time_s", "utc_time")
+
+
+def page(campaign: str, name: str) -> str:
+    return f"results/{campaign}/report/{name}.html"
+
+
+def table_files(campaign: str) -> list[str]:
+    return [f"results/{campaign}/summary.{ext}" for ext in ("md", "tex", "org")]
+
+
+def report_targets(campaign: str, overhead: bool, flamegraphs: bool) -> list[str]:
+    """The tables to paste and the report's pages of one campaign."""
+    names = [*PAGES, *(["overhead"] if overhead else []), *(["flamegraphs"] if flamegraphs else [])]
+    return [*table_files(campaign), *(page(campaign, n) for n in names)]
+
+
+def _rows_table(pairs: Sequence[tuple[str, object]]) -> str:
+    body = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td style='text-align:left'>{html.escape(str(v))}</td></tr>" for k, v in pairs)
+    return f"<table>{body}</table>"
+
+
+def landing_fragment(info: Mapping[str, object], metadata: Mapping[str, object], description: str, files: Sequence[str]) -> str:
+    """One campaign on the report's landing page: description, counts, machine, files."""
+    name = str(info["name"])
+    counts = [
+        ("records", info.get("records")),
+        ("runs (ok / failed / timeout)", f"{metadata.get('runs', '?')} ({metadata.get('runs_ok', '?')} / {metadata.get('runs_failed', '?')} / {metadata.get('runs_timeout', '?')})"),
+        ("duration", f"{metadata.get('total_duration_s', '?')} s (benchmark time {metadata.get('total_benchmark_time_s', '?')} s)"),
+        ("benchmark", info.get("benchmark")),
+        ("variables", ", ".join(f"{v} ({len(info.get('values', {}).get(v, []))})" for v in info.get("variables", []))),  # type: ignore[union-attr,attr-defined]
+        ("campaign file", info.get("file")),
+    ]  # fmt: skip
+    machine = [(k, metadata[k]) for k in MACHINE_KEYS if k in metadata]
+    where = "".join(f"<li><code>{html.escape(f)}</code></li>" for f in files)
+    return (
+        f"<h2>{html.escape(name)}</h2>\n<p>{html.escape(description or 'No description.')}</p>\n"
+        f"<div style='display:flex;gap:2em;flex-wrap:wrap'><div><h4>Counts</h4>{_rows_table(counts)}</div>"
+        f"<div><h4>Machine</h4>{_rows_table(machine)}</div></div>\n"
+        f"<h4>Files (under <code>results/{html.escape(name)}/</code>)</h4><ul>{where}</ul>\n"
+    )
+
+
+def write_pages(
+    info: Mapping[str, object], description: str, rows_json: Path, summary_csv: Path, comparisons_csv: Path,
+    significant_md: Path, tables: Sequence[Path], out: Mapping[str, Path],
+) -> None:  # fmt: skip
+    """The landing fragment and the machine, summary, comparisons and significant pages."""
+    import json
+
+    import pandas as pd
+
+    name = str(info["name"])
+    metadata = json.loads(Path(rows_json).read_text()).get("metadata", {})
+    files = [f"{name}.csv (every run, metadata above the header)", f"{name}.json", "summary.csv", "summary.md / .tex / .org (tables to paste)",
+             "comparisons.csv", "significant.md", "plots/*.svg, .png, .pdf", "runs/<record>/run-<i>/ (stdout, stderr, result.json)", "commands.sh"]  # fmt: skip
+    Path(out["landing"]).write_text(landing_fragment(info, metadata, description, files))
+    machine = [(k, v) for k, v in metadata.items() if k not in ("metric_units",)]
+    Path(out["machine"]).write_text(html_page(f"{name}: machine and run metadata", _rows_table(machine)))
+    try:
+        summary = pd.read_csv(summary_csv, keep_default_na=False, na_values=[""])
+    except pd.errors.EmptyDataError:
+        summary = pd.DataFrame(columns=["metric", "n"])
+    paste = summary_table(summary, info)
+    blocks = "".join(f"<h4><code>{html.escape(Path(t).name)}</code></h4><pre>{html.escape(Path(t).read_text())}</pre>" for t in tables)
+    body = (f"<p>{html.escape(interval_kind(dict(info.get('statistics') or {})))}, per record and metric.</p>"  # type: ignore[call-overload]
+            + (paste.to_html(index=False, border=0) if len(paste) else "<p>No summary rows.</p>")
+            + "<h4>Every column of summary.csv</h4>" + (frame_html(summary) if len(summary) else "") + blocks)  # fmt: skip
+    Path(out["summary"]).write_text(html_page(f"{name}: summary", body))
+    csv_html(comparisons_csv, out["comparisons"], f"{name}: comparisons (significant first)", significant_first=True)
+    markdown_html(significant_md, out["significant"], f"{name}: significant differences")
+
+
+def record_label(values: Mapping[str, object], shown: Sequence[str]) -> str:
+    return ", ".join(f"{v} = {_value_text(values[v])}" for v in shown) or "the record"
+
+
+def flame_entries(campaign: object, targets: Sequence[str]) -> list[dict[str, str]]:
+    """Flame graphs of a campaign with short titles: per run, the variables that
+    vary; per differential graph, only those that differ (`lock: cas -> mcs`)."""
+    records = {r.path: r.values for r in campaign.records}  # type: ignore[attr-defined]
+    varying = [v for v in campaign.variables if len({_value_text(r[v]) for r in records.values()}) > 1]  # type: ignore[attr-defined]
+    out = []
+    for t in targets:
+        if t.endswith("/flamegraph.svg"):
+            rel = t.split("/runs/", 1)[1].rsplit("/", 2)[0]
+            run = t.rsplit("/", 2)[1]
+            vals = records.get(rel)
+            out.append({"path": t, "title": f"{record_label(vals, varying) if vals else rel}, {run.replace('-', ' ')}"})
+    from perfsnake import layout
+
+    for a, b in campaign.compare:  # type: ignore[attr-defined]
+        path = layout.diff_flamegraph(campaign.name, layout.flat(a), layout.flat(b))  # type: ignore[attr-defined]
+        if path in targets:
+            va, vb = records[a], records[b]
+            differ = [v for v in campaign.variables if _value_text(va[v]) != _value_text(vb[v])]  # type: ignore[attr-defined]
+            out.append({"path": path, "title": "differential: " + "; ".join(f"{v}: {_value_text(va[v])} -> {_value_text(vb[v])}" for v in differ)})
+    return out
+
+
+def write_flamegraph_page(entries: Sequence[Mapping[str, str]], out: Path, title: str) -> None:
+    """Every flame graph embedded (inferno's search and zoom work inside its frame)."""
+    import base64
+
+    parts = []
+    for e in entries:
+        data = base64.b64encode(Path(e["path"]).read_bytes()).decode()
+        parts.append(f"<h4>{html.escape(e['title'])}</h4><p><code>{html.escape(e['path'])}</code></p>"
+                     f"<iframe src='data:image/svg+xml;base64,{data}' style='width:100%;height:520px;border:1px solid #ccc'></iframe>")  # fmt: skip
+    Path(out).write_text(html_page(title, "\n".join(parts) or "<p>No flame graphs.</p>"))
