@@ -93,7 +93,9 @@ def summary_table(summary: pd.DataFrame, info: Mapping[str, object]) -> pd.DataF
         rec["n"] = int(row["n"]) if "n" in row and math.isfinite(float(row["n"])) else 0
         if baseline:
             base = _baseline_key(summary, variables, baseline, row)  # type: ignore[arg-type]
-            if len(base) == 1:
+            if len(base) == 1 and base.index[0] == row.name:
+                rec["relative"] = "1.00x (baseline)"
+            elif len(base) == 1:
                 b = base.iloc[0]
                 r, err = ratio(c, lo, hi, float(b[centre]), float(b[low]), float(b[high]))
                 rec["relative"] = f"{r:.2f} ± {err:.2f}x" if math.isfinite(err) and err > 0 else (f"{r:.2f}x" if math.isfinite(r) else "-")
