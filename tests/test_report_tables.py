@@ -7,8 +7,8 @@ import re
 
 import pandas as pd
 import pytest
-
 from helpers import ROOT, snakemake, write_campaign
+
 from perfsnake.campaign import load_campaign
 from perfsnake.planning import CampaignIndex
 from perfsnake.stages import tables
