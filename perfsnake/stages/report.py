@@ -219,7 +219,9 @@ class Plot:
                 nice=False, zero=False, padding=12,
             )  # fmt: skip
             ticks_ = [int(t) if float(t).is_integer() else t for t in ticks]
-            return alt.X("xpos:Q", title=title, scale=scale, axis=alt.Axis(values=ticks_, format="~s", grid=False))
+            # 100000 -> 100k, but 1024 stays 1,024 (not 1.024k)
+            label = "datum.value >= 10000 && datum.value % 1000 == 0 ? format(datum.value, '~s') : format(datum.value, ',~r')"
+            return alt.X("xpos:Q", title=title, scale=scale, axis=alt.Axis(values=ticks_, labelExpr=label, grid=False))
         order = self.order.get(x, [])
         return alt.X(f"{x}:N", title=title, sort=order, axis=alt.Axis(labelAngle=_tick_angle(order, self.width)), scale=alt.Scale(paddingInner=0.2))
 
