@@ -116,4 +116,10 @@ def test_report_shows_landing_tables_and_captions(tmp_path):
 def test_landing_fragment_names_counts_machine_and_files():
     frag = tables.landing_fragment({"name": "c", "records": 2, "benchmark": "b", "variables": ["x"], "values": {"x": ["1", "2"]}},
                                    {"runs": 4, "runs_ok": 3, "runs_failed": 1, "runs_timeout": 0, "cpu_model": "Z80 <fast>"}, "Desc & more", ["c.csv"])  # fmt: skip
-    assert "4 (3 / 1 / 0)" in frag and "Z80 &lt;fast&gt;" in frag and "Desc &amp; more" in frag and "<code>c.csv</code>" in frag
+    assert "4 (3 / 1 / 0)" in frag and "Z80 &lt;fast&gt;" in frag and "Desc &amp; more" in frag and "<tt>c.csv</tt>" in frag
+
+
+def test_constant_variables_left_out_of_the_rows():
+    frame = summary().assign(flags="-O2")
+    table = tables.summary_table(frame, {**INFO, "variables": ["flags", "lock", "t"]})
+    assert "flags" not in table and "lock" in table

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -79,6 +80,8 @@ def summary_table(summary: pd.DataFrame, info: Mapping[str, object]) -> pd.DataF
     stats = {"statistic": "mean", "confidence": 0.95, **dict(info.get("statistics") or {})}  # type: ignore[call-overload]
     centre, low, high = STAT_COLUMNS[str(stats["statistic"])]
     variables = [v for v in info.get("variables", []) if v in summary]  # type: ignore[attr-defined]
+    # A variable with one value says nothing per row (it is in the campaign file).
+    shown = [v for v in variables if summary[v].map(_value_text).nunique() > 1] or variables[:1]
     pretty: Mapping[str, Mapping[str, str]] = info.get("pretty") or {}  # type: ignore[assignment]
     baseline = stats.get("baseline")
     level = f"{float(stats['confidence']) * 100:g} % CI"
@@ -86,7 +89,7 @@ def summary_table(summary: pd.DataFrame, info: Mapping[str, object]) -> pd.DataF
     for _, row in summary.iterrows():
         c, lo, hi = (float(row.get(k, float("nan"))) for k in (centre, low, high))
         half = (hi - lo) / 2 if math.isfinite(hi - lo) else float("nan")
-        rec = {v: pretty.get(v, {}).get(_value_text(row[v]), _value_text(row[v])) for v in variables}
+        rec = {v: pretty.get(v, {}).get(_value_text(row[v]), _value_text(row[v])) for v in shown}
         rec["metric"] = row["metric"]
         rec[str(stats["statistic"])] = plus_minus(c, half)
         rec[level] = f"[{number(lo)}, {number(hi)}]" if math.isfinite(half) else "-"
@@ -294,12 +297,12 @@ def landing_fragment(info: Mapping[str, object], metadata: Mapping[str, object],
         ("campaign file", info.get("file")),
     ]  # fmt: skip
     machine = [(k, metadata[k]) for k in MACHINE_KEYS if k in metadata]
-    where = "".join(f"<li><code>{html.escape(f)}</code></li>" for f in files)
+    where = "".join(f"<li><tt>{html.escape(f)}</tt></li>" for f in files)
     return (
         f"<h2>{html.escape(name)}</h2>\n<p>{html.escape(description or 'No description.')}</p>\n"
         f"<div style='display:flex;gap:2em;flex-wrap:wrap'><div><h4>Counts</h4>{_rows_table(counts)}</div>"
         f"<div><h4>Machine</h4>{_rows_table(machine)}</div></div>\n"
-        f"<h4>Files (under <code>results/{html.escape(name)}/</code>)</h4><ul>{where}</ul>\n"
+        f"<h4>Files (under <tt>results/{html.escape(name)}/</tt>)</h4><ul>{where}</ul>\n"
     )
 
 
@@ -366,7 +369,10 @@ def write_flamegraph_page(entries: Sequence[Mapping[str, str]], out: Path, title
 
     parts = []
     for e in entries:
-        data = base64.b64encode(Path(e["path"]).read_bytes()).decode()
+        raw = Path(e["path"]).read_bytes()
+        data = base64.b64encode(raw).decode()
+        size = re.search(rb'<svg[^>]*?height="([0-9.]+)', raw)
+        height = min(int(float(size.group(1))) + 24, 1600) if size else 520
         parts.append(f"<h4>{html.escape(e['title'])}</h4><p><code>{html.escape(e['path'])}</code></p>"
-                     f"<iframe src='data:image/svg+xml;base64,{data}' style='width:100%;height:520px;border:1px solid #ccc'></iframe>")  # fmt: skip
+                     f"<iframe src='data:image/svg+xml;base64,{data}' style='width:100%;height:{height}px;border:1px solid #ccc'></iframe>")  # fmt: skip
     Path(out).write_text(html_page(title, "\n".join(parts) or "<p>No flame graphs.</p>"))
