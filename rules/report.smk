@@ -106,9 +106,7 @@ rule report_pages:
         "../envs/analysis.yaml"
     params:
         campaign=campaign_info,
-        description=lambda w: str(
-            INDEX.campaigns[w.campaign].data.get("description") or ""
-        ),
+        description=lambda w: tables_stage.description(INDEX.campaigns[w.campaign]),
     script:
         "../scripts/tables.py"
 

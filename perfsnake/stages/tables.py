@@ -237,10 +237,26 @@ def interval_kind(statistics: Mapping[str, object]) -> str:
     return f"{stat} with its {conf * 100:g} % confidence interval ({method})"
 
 
+def description(campaign: object) -> str:
+    """The campaign's `description`, else the comment lines opening its file."""
+    text = str(campaign.data.get("description") or "").strip()  # type: ignore[attr-defined]
+    if text:
+        return text
+    lines = []
+    try:
+        for line in Path(campaign.file).read_text().splitlines():  # type: ignore[attr-defined]
+            if not line.startswith("#"):
+                break
+            lines.append(line.lstrip("#").strip())
+    except OSError:
+        pass
+    return " ".join(x for x in lines if x)
+
+
 def plot_caption(campaign: object, plot: Mapping[str, object]) -> str:
     """What a figure shows: the campaign, the plot's meaning, n per point, the interval."""
     data = campaign.data  # type: ignore[attr-defined]
-    desc = str(data.get("description") or "").strip()
+    desc = description(campaign)
     ys = plot["y"] if isinstance(plot["y"], list) else [plot["y"]]
     ys = [*ys, *(m for m in plot.get("metrics", []) or [] if m not in ys)]  # type: ignore[union-attr]
     by = [f"{plot[k]} ({k})" for k in ("x", "color", "row", "column", "facet") if plot.get(k)]
