@@ -101,13 +101,17 @@ def test_report_shows_landing_tables_and_captions(tmp_path):
         "variables": {"x": [2, 1]}, "nb_runs": 2, "statistics": {"baseline": {"x": 1}},
         "plots": [{"kind": "bar", "x": "x", "y": "value", "name": "values", "labels": {"value": "Echoed value"}}],
     })  # fmt: skip
-    snakemake(tmp_path, camp, "--cores", "1", "all")
+    other = write_campaign(tmp_path, {"name": "d", "description": "A second campaign.", "benchmark": {"type": "command", "command": "echo value=1",
+                                      "metrics": {"value": r"value=(\S+)"}}, "nb_runs": 2}, "d.yaml")  # fmt: skip
+    both = ["--config", f"campaigns=[{camp},{other}]"]
+    snakemake(tmp_path, None, "--cores", "1", "all", *both)
     base = tmp_path / "results/c"
     assert "2.00x" in (base / "summary.md").read_text() and (base / "plots/values.pdf").read_bytes()[:5] == b"%PDF-"
-    snakemake(tmp_path, camp, "--report", str(tmp_path / "report.html"))
+    snakemake(tmp_path, None, "--report", str(tmp_path / "report.html"), *both)
     page = (tmp_path / "report.html").read_text()
-    assert "Echo two values, as a reader would see it." in page  # landing page and captions
-    assert re.search(r"runs \(ok / failed / timeout\)", page) and "2 runs per record" in page
+    # The landing page lists both campaigns (with counts); captions carry the description.
+    assert page.count("runs (ok / failed / timeout)") == 2 and "A second campaign." in page
+    assert "Echo two values, as a reader would see it." in page and "2 runs per record" in page
     assert "machine.html" in page and "summary.html" in page and "values.svg" in page
     svg = (base / "plots/values.svg").read_text()
     assert "Echoed value" in svg and ">2<" in svg and svg.index(">2<") < svg.index(">1<")  # label, campaign order
