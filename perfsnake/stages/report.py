@@ -358,7 +358,8 @@ class Plot:
             lines.append("every run; tick: median")
         if len(counts):
             lo, hi = int(counts.min()), int(counts.max())
-            lines.append(f"n = {lo} per point" if lo == hi else f"n = {lo}-{hi} per point")
+            per = {"box": "per box", "strip": "per group"}.get(self.kind, "per point")
+            lines.append(f"n = {lo} {per}" if lo == hi else f"n = {lo}-{hi} {per}")
         return alt.TitleParams(text=text, subtitle="; ".join(lines), anchor="start")
 
     def header(self, field: str) -> alt.Header:
