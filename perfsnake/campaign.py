@@ -352,18 +352,37 @@ def _check_names(order: list[str], metrics: list[str], origin: str) -> None:
             raise CampaignError(origin, f"benchmark.metrics.{metric}", "clashes with a variable or a reserved column")
 
 
-def _check_plots(plots: list[dict], order: list[str], metrics: list[str], origin: str) -> list[dict]:
+def _check_plots(plots: list[dict], order: list[str], metrics: list[str], origin: str, recs: list[dict] | None = None) -> list[dict]:
+    """Plot entries with their names; every axis names a variable or metric,
+    and every variable that varies is mapped (else the plot would silently
+    average across it)."""
     columns = set(order) | {"run"}
     numeric = set(metrics) | {"wall_s"}
+    varying = [v for v in order if len({value_text(r[v]) for r in recs or []}) > 1]
     named: list[dict] = []
     names: set[str] = set()
     for i, plot in enumerate(plots):
-        for axis in ("x", "color", "facet"):
+        for axis in ("x", "color", "row", "column", "facet"):
             if axis in plot and plot[axis] not in columns | numeric:
                 raise CampaignError(origin, f"plots[{i}].{axis}", f"{plot[axis]!r} is not a variable or metric (variables: {', '.join(sorted(columns))}; metrics: {', '.join(sorted(numeric))})")
-        if plot["y"] not in numeric:
-            raise CampaignError(origin, f"plots[{i}].y", f"{plot['y']!r} is not a metric (metrics: {', '.join(sorted(numeric))})")
-        name = plot.get("name") or f"{plot['kind']}-{plot['y']}-by-{plot['x']}"
+        if "facet" in plot and "column" in plot:
+            raise CampaignError(origin, f"plots[{i}].facet", "facet is another name for column: set only one")
+        ys = plot["y"] if isinstance(plot["y"], list) else [plot["y"]]
+        ys = [*ys, *(m for m in plot.get("metrics", []) if m not in ys)]
+        for y in ys:
+            if y not in numeric:
+                key = f"plots[{i}].y" if y in (plot["y"] if isinstance(plot["y"], list) else [plot["y"]]) else f"plots[{i}].metrics"
+                raise CampaignError(origin, key, f"{y!r} is not a metric (metrics: {', '.join(sorted(numeric))})")
+        if len(ys) > 1 and "row" in plot and ("column" in plot or "facet" in plot):
+            raise CampaignError(origin, f"plots[{i}].y", "several metrics take the rows or the columns: drop row or column")
+        mapped = {plot.get(a) for a in ("x", "color", "row", "column", "facet")}
+        loose = [v for v in varying if v not in mapped]
+        if loose:
+            raise CampaignError(origin, f"plots[{i}]", f"{loose[0]!r} varies but is not mapped: set it as x, color, row or column (or fix it with records:)")
+        for var in plot.get("labels", {}):
+            if var not in columns | numeric:
+                raise CampaignError(origin, f"plots[{i}].labels.{var}", "not a variable or metric")
+        name = plot.get("name") or f"{plot['kind']}-{'-'.join(ys)}-by-{plot['x']}"
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
         if name in names:
             raise CampaignError(origin, f"plots[{i}].name", f"duplicate plot name {name!r}")
@@ -454,7 +473,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     platform = make_platform(data["platform"], order, origin)
     platform.check(instruments, origin)
     derived = _derived(data["derived"], order, [*benchmark.metrics, *instruments.declared_metrics()], origin)
-    plots = _check_plots(data["plots"], order, [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin)
+    plots = _check_plots(data["plots"], order, [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin, recs)
     for var in (data["statistics"].get("baseline") or {}):
         if var not in order:
             raise CampaignError(origin, f"statistics.baseline.{var}", f"not a variable (variables: {', '.join(order)})")

@@ -18,6 +18,7 @@ from perfsnake import hostlock, layout
 from perfsnake.benchmarks.base import Benchmark, source_key
 from perfsnake.campaign import Campaign, load_campaigns, schema_error
 from perfsnake.errors import CampaignError
+from perfsnake.stages.tables import report_targets
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,8 @@ class CampaignIndex:
         if self.controls(name):
             targets.append(layout.overhead(name))
         for plot in c.plots:
-            targets += [layout.plot(name, plot["name"], "svg"), layout.plot(name, plot["name"], "png")]
+            targets += [layout.plot(name, plot["name"], ext) for ext in ("svg", "png", "pdf")]
+        targets += report_targets(name, bool(self.controls(name)), any(t.endswith(".svg") for t in self.instrument_targets(name)))
         return targets
 
     def instrument_targets(self, name: str) -> list[str]:

@@ -13,10 +13,9 @@ sm = snakemake  # noqa: F821
 
 
 def main() -> None:
-    rows = json.loads(Path(sm.input.rows).read_text())["rows"]
-    info = json.loads(sm.params.campaign)
-    opts = {"confidence": 0.95, "statistic": "mean", **info.get("statistics", {})}
-    draw(rows, json.loads(sm.params.plot), info["pretty"], Path(sm.output.svg), Path(sm.output.png), opts["confidence"], opts["statistic"])
+    data = json.loads(Path(sm.input.rows).read_text())
+    outputs = [Path(sm.output.svg), Path(sm.output.png), Path(sm.output.pdf)]
+    draw(data["rows"], json.loads(sm.params.plot), json.loads(sm.params.campaign), outputs, data.get("metadata"))
 
 
 logged(sm.log[0], main)

@@ -1,20 +1,35 @@
-"""Campaign plots with Altair, saved offline as SVG and PNG (vl-convert)."""
+"""Campaign figures with Altair, saved offline as SVG, PNG and PDF (vl-convert).
+
+A plot entry of the campaign (see config/README.md, "plots") becomes one
+Vega-Lite specification: axis titles from display names and units, the
+campaign's category order, the statistic with its interval (error bars
+dodged by series), seeded jitter for strip plots, row/column facets and one
+panel per metric when `y` lists several.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import math
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import re
-
 import altair as alt
-import pandas as pd
 import numpy as np
+import pandas as pd
 
 from perfsnake.escape import value_text
 from perfsnake.stats import summarise as summarise_samples
 
 CONFIDENCE = 0.95
+WIDTH, HEIGHT = 240, 160  # one panel; about a column of a two-column paper
+JITTER_SEED = 20240601  # strip plots: the same data always gives the same file
+INK = "#222222"  # error bars and medians: visible on any fill
+PRINT_GREYS = ["#000000", "#707070", "#b0b0b0", "#404040", "#909090", "#202020"]
+SI_AXIS = alt.Axis(labelExpr="datum.value == 0 ? '0' : format(datum.value, '~s')")
+METRIC = "metric__"  # field holding the metric of a panel when y lists several
+VALUE = "value__"
 
 
 def summarise(frame: pd.DataFrame, keys: list[str], y: str, confidence: float = CONFIDENCE, statistic: str = "mean") -> pd.DataFrame:
@@ -31,8 +46,8 @@ def summarise(frame: pd.DataFrame, keys: list[str], y: str, confidence: float = 
         lo, hi = (s.mean_ci_low, s.mean_ci_high) if statistic == "mean" else (s.median_ci_low, s.median_ci_high)
         if not (np.isfinite(lo) and np.isfinite(hi)):
             lo = hi = centre
-        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,))), y: centre, "lo": lo, "hi": hi, "count": s.n})
-    return pd.DataFrame(rows)
+        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True)), y: centre, "lo": lo, "hi": hi, "count": s.n})
+    return pd.DataFrame(rows, columns=[*keys, y, "lo", "hi", "count"])
 
 
 def apply_pretty(frame: pd.DataFrame, pretty: Mapping[str, Mapping[str, str]]) -> pd.DataFrame:
@@ -41,6 +56,17 @@ def apply_pretty(frame: pd.DataFrame, pretty: Mapping[str, Mapping[str, str]]) -
         if var in frame:
             frame[var] = frame[var].map(lambda v, lab=labels: lab.get(value_text(v), v))
     return frame
+
+
+def parse_units(metadata: Mapping[str, object] | None) -> dict[str, str]:
+    """`metric_units` of the rows' metadata ("a=ms, b=ops/s") as a mapping."""
+    text = str((metadata or {}).get("metric_units") or "")
+    units = {}
+    for part in text.split(", "):
+        name, sep, unit = part.partition("=")
+        if sep and name.strip() and unit.strip():
+            units[name.strip()] = unit.strip()
+    return units
 
 
 def _is_numeric(series: pd.Series) -> bool:
@@ -52,65 +78,368 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
-def chart(frame: pd.DataFrame, spec: Mapping[str, object], pretty: Mapping[str, Mapping[str, str]], confidence: float = CONFIDENCE, statistic: str = "mean") -> alt.Chart:
-    kind = spec["kind"]
-    names = {str(spec[k]): _safe(str(spec[k])) for k in ("x", "y", "color", "facet") if spec.get(k)}
-    titles = {safe: name for name, safe in names.items()}
-    frame = frame.rename(columns=names)
-    pretty = {names.get(k, k): v for k, v in pretty.items()}
-    x, y = names[str(spec["x"])], names[str(spec["y"])]
-    color = names.get(str(spec.get("color"))) if spec.get("color") else None
-    facet = names.get(str(spec.get("facet"))) if spec.get("facet") else None
-    ok = frame[frame["status"] == "ok"].dropna(subset=[y])
-    numeric_x = _is_numeric(ok[x]) if len(ok) else False
-    ok = apply_pretty(ok, pretty)
-    keys = [k for k in (x, color, facet) if k]
-    if kind == "line" and numeric_x:
-        x_enc = alt.X(f"{x}:Q", title=titles[x], scale=alt.Scale(type="log" if spec.get("log_x") else "linear"))
-    else:
-        x_enc = alt.X(f"{x}:O", title=titles[x], sort="ascending")
-    y_scale = alt.Scale(type="log" if spec.get("log_y") else "linear", zero=kind == "bar")
-    y_title = f"{titles[y]} ({statistic}, {confidence:.0%} CI)" if kind in ("line", "bar") else titles[y]
-    enc: dict[str, object] = {"x": x_enc}
-    if color:
-        enc["color"] = alt.Color(f"{color}:N", title=titles[color])
-    if kind in ("line", "bar"):
-        summary = summarise(ok, keys, y, confidence, statistic)
-        base = alt.Chart(summary)
-        marks = base.mark_line(point=True) if kind == "line" else base.mark_bar()
-        if kind == "bar" and color:
-            enc["xOffset"] = alt.XOffset(f"{color}:N")
-        layer = marks.encode(y=alt.Y(f"{y}:Q", title=y_title, scale=y_scale), **enc)
-        bars = base.mark_errorbar(ticks=True).encode(
-            y=alt.Y("lo:Q", title=y_title, scale=y_scale), y2="hi:Q", **{k: v for k, v in enc.items() if k != "color"},
-            **({"color": enc["color"]} if color and kind == "line" else {}),
+def _quoted(text: str) -> str:
+    """A Vega expression string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def metrics_of(spec: Mapping[str, object]) -> list[str]:
+    """The plot's metrics: `y` (a name or a list) then `metrics`."""
+    y = spec.get("y")
+    names = [str(m) for m in (y if isinstance(y, list) else [y] if y else [])]
+    names += [str(m) for m in spec.get("metrics") or [] if str(m) not in names]  # type: ignore[union-attr]
+    return names
+
+
+def log_base(option: object) -> int | None:
+    """`log_x: true` is base 10, `log_x: 2` base 2, false/absent no log."""
+    if option is True:
+        return 10
+    if isinstance(option, (int, float)) and not isinstance(option, bool) and option > 1:
+        return int(option)
+    return None
+
+
+class Labels:
+    """Display names: the plot's `labels:`, then the name; units appended."""
+
+    def __init__(self, labels: Mapping[str, str] | None, units: Mapping[str, str] | None):
+        self.labels = dict(labels or {})
+        self.units = dict(units or {})
+
+    def name(self, name: str) -> str:
+        return str(self.labels.get(name, name))
+
+    def axis(self, name: str) -> str:
+        unit = self.units.get(name)
+        return f"{self.name(name)} ({unit})" if unit else self.name(name)
+
+
+def category_order(var: str, observed: pd.Series, values: Mapping[str, Sequence[str]] | None, pretty: Mapping[str, Mapping[str, str]]) -> list[object]:
+    """The labels of `var` in the campaign's order (then any others, as seen)."""
+    labels = pretty.get(var, {})
+    order: list[object] = [labels.get(v, v) for v in (values or {}).get(var, [])]
+    seen = list(dict.fromkeys(observed.dropna().tolist()))
+    with contextlib.suppress(TypeError, ValueError):
+        seen = sorted(seen, key=lambda v: float(v))  # type: ignore[arg-type]
+    known = {value_text(o) for o in order}
+    return [*order, *(v for v in seen if value_text(v) not in known)] if order else seen
+
+
+def _tick_angle(order: Sequence[object], width: float) -> int:
+    """Horizontal tick labels when they fit in their band, else slanted."""
+    longest = max((len(str(v)) for v in order), default=1)
+    return 0 if longest * 6.5 <= width / max(len(order), 1) else -40
+
+
+class Plot:
+    """One campaign plot, resolved: fields, orders, labels, sizes."""
+
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        spec: Mapping[str, object],
+        pretty: Mapping[str, Mapping[str, str]],
+        confidence: float,
+        statistic: str,
+        values: Mapping[str, Sequence[str]] | None,
+        units: Mapping[str, str] | None,
+    ):
+        self.spec, self.kind = spec, str(spec["kind"])
+        self.confidence, self.statistic = confidence, statistic
+        self.label = Labels(spec.get("labels"), units)  # type: ignore[arg-type]
+        self.metrics = metrics_of(spec)
+        roles = {"x": spec.get("x"), "color": spec.get("color"), "row": spec.get("row"), "column": spec.get("column") or spec.get("facet")}
+        self.names = {str(v): _safe(str(v)) for v in roles.values() if v}
+        self.field = {role: self.names[str(v)] for role, v in roles.items() if v}
+        self.title_of = {safe: name for name, safe in self.names.items()}
+        self.width = int(spec.get("width") or WIDTH)  # type: ignore[call-overload]
+        self.height = int(spec.get("height") or HEIGHT)  # type: ignore[call-overload]
+        self.print_style = spec.get("style") == "print"
+        self.frame = self._long(frame, pretty)
+        safe_pretty = {self.names.get(k, k): v for k, v in pretty.items()}
+        safe_values = {self.names.get(k, k): v for k, v in (values or {}).items()}
+        raw = self.frame
+        self.numeric_x = self.kind == "line" and len(raw) > 0 and _is_numeric(raw[self.field["x"]]) and self.title_of[self.field["x"]] not in pretty
+        self.frame = raw.copy()
+        for f in dict.fromkeys(self.field.values()):
+            if f in raw and not (f == self.field["x"] and self.numeric_x):
+                labels = safe_pretty.get(f, {})
+                self.frame[f] = raw[f].map(lambda v, lab=labels: lab.get(value_text(v), value_text(v)) if v == v else v)
+        self.order = {
+            f: category_order(f, self.frame[f], safe_values, safe_pretty) for f in self.field.values() if f in self.frame
+        }
+        self.order[METRIC] = [self.label.axis(m) for m in self.metrics]
+        self.positive = bool(len(self.frame)) and float(self.frame[VALUE].min()) >= 0
+
+    def _long(self, frame: pd.DataFrame, pretty: Mapping[str, Mapping[str, str]]) -> pd.DataFrame:
+        """Ok runs, one row per (run, metric): the metric's axis title and value."""
+        ok = frame[frame["status"] == "ok"] if "status" in frame else frame
+        parts = []
+        for m in self.metrics:
+            if m not in ok:
+                continue
+            part = ok.rename(columns=self.names).copy()
+            part[METRIC], part[VALUE] = self.label.axis(m), pd.to_numeric(ok[m], errors="coerce")
+            parts.append(part.dropna(subset=[VALUE]))
+        columns = [*self.names.values(), METRIC, VALUE]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+
+    # ---- pieces ---------------------------------------------------------------
+    @property
+    def keys(self) -> list[str]:
+        return [f for f in dict.fromkeys(self.field.values())] + [METRIC]
+
+    @property
+    def many_metrics(self) -> bool:
+        return len(self.metrics) > 1
+
+    def y_title(self) -> str | None:
+        return None if self.many_metrics else self.label.axis(self.metrics[0])
+
+    def y_scale(self, lows: pd.Series, highs: pd.Series) -> alt.Scale:
+        base = log_base(self.spec.get("log_y"))
+        if base:
+            positive = pd.concat([lows, highs])
+            positive = positive[positive > 0]
+            if len(positive) and not self.many_metrics:
+                lo, hi = float(positive.min()), float(positive.max())
+                return alt.Scale(type="log", base=base, domain=[lo / 1.15, hi * 1.15], nice=False)
+            return alt.Scale(type="log", base=base)
+        return alt.Scale(zero=self.kind == "bar", nice=True)
+
+    def x_encoding(self) -> alt.X:
+        x = self.field["x"]
+        title = self.label.name(self.title_of[x])
+        if self.numeric_x:
+            ticks = sorted(float(v) for v in self.frame[x].dropna().unique())
+            base = log_base(self.spec.get("log_x"))
+            scale = alt.Scale(
+                type="log" if base else "linear", base=base or 10, domain=[ticks[0], ticks[-1]] if ticks else alt.Undefined,
+                nice=False, zero=False, padding=12,
+            )  # fmt: skip
+            ticks_ = [int(t) if float(t).is_integer() else t for t in ticks]
+            # 100000 -> 100k, but 1024 stays 1,024 (not 1.024k)
+            label = "datum.value >= 10000 && datum.value % 1000 == 0 ? format(datum.value, '~s') : format(datum.value, ',~r')"
+            return alt.X("xpos:Q", title=title, scale=scale, axis=alt.Axis(values=ticks_, labelExpr=label, grid=False))
+        order = self.order.get(x, [])
+        return alt.X(f"{x}:N", title=title, sort=order, axis=alt.Axis(labelAngle=_tick_angle(order, self.width)), scale=alt.Scale(paddingInner=0.2))
+
+    def color_encoding(self) -> dict[str, object]:
+        c = self.field.get("color")
+        if not c:
+            return {}
+        title = self.label.name(self.title_of[c])
+        order = self.order.get(c, [])
+        scale = alt.Scale(domain=order, range=PRINT_GREYS[: max(len(order), 1)]) if self.print_style else alt.Scale(domain=order)
+        enc: dict[str, object] = {"color": alt.Color(f"{c}:N", title=title, sort=order, scale=scale)}
+        if self.print_style and self.kind in ("line", "strip"):
+            enc["shape"] = alt.Shape(f"{c}:N", title=title, sort=order, scale=alt.Scale(domain=order))
+        if self.print_style and self.kind == "line":
+            enc["strokeDash"] = alt.StrokeDash(f"{c}:N", title=title, sort=order, scale=alt.Scale(domain=order))
+        return enc
+
+    def groups(self) -> int:
+        c = self.field.get("color")
+        return max(len(self.order.get(c, [])), 1) if c else 1
+
+    def band_px(self) -> float:
+        """Width of one x band in pixels (categorical x)."""
+        n = max(len(self.order.get(self.field["x"], [])), 1)
+        return self.width / n * 0.8
+
+    def dodge(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """`xpos`: numeric x moved apart per series so intervals do not overlap."""
+        frame = frame.copy()
+        x, c = self.field["x"], self.field.get("color")
+        if not self.numeric_x or not len(frame):
+            return frame
+        xs = frame[x].astype(float)
+        k = self.groups()
+        index = frame[c].map({v: i for i, v in enumerate(self.order.get(c, []))}).fillna(0) if c else 0
+        shift = (index - (k - 1) / 2) * (0.025 if k > 1 else 0)
+        base = log_base(self.spec.get("log_x"))
+        if base and (xs > 0).all():
+            span = math.log(xs.max() / xs.min(), base) if xs.max() > xs.min() else 1.0
+            frame["xpos"] = xs * np.power(float(base), shift * span)
+        else:
+            span = float(xs.max() - xs.min()) or 1.0
+            frame["xpos"] = xs + shift * span
+        return frame
+
+    def stats(self) -> pd.DataFrame:
+        table = summarise(self.frame, self.keys, VALUE, self.confidence, self.statistic)
+        if self.positive:
+            table["lo"] = table["lo"].clip(lower=0)
+        if log_base(self.spec.get("log_y")):
+            floor = table[VALUE][table[VALUE] > 0].min() if len(table) else 1.0
+            table.loc[table["lo"] <= 0, "lo"] = floor / 2
+        return self.dodge(table)
+
+    def has_interval(self, table: pd.DataFrame) -> bool:
+        return bool(len(table)) and bool((table["hi"] > table["lo"]).any())
+
+    # ---- kinds ----------------------------------------------------------------
+    def summary_chart(self) -> tuple[alt.LayerChart, pd.DataFrame]:
+        table = self.stats()
+        scale = self.y_scale(table["lo"], table["hi"])
+        y = alt.Y(f"{VALUE}:Q", title=self.y_title(), scale=scale, axis=SI_AXIS)
+        enc = {"x": self.x_encoding(), **self.color_encoding()}
+        caps: dict[str, object] = {"x": enc["x"]}
+        tooltip = [alt.Tooltip(f"{VALUE}:Q", title=self.statistic, format=".4~s"), "lo:Q", "hi:Q", alt.Tooltip("count:Q", title="n")]
+        if self.kind == "bar":
+            c = self.field.get("color")
+            if c:
+                enc["xOffset"] = caps["xOffset"] = alt.XOffset(f"{c}:N", sort=self.order.get(c, []))
+            stroke = {"stroke": "black", "strokeWidth": 0.6} if self.print_style else {}
+            bars = alt.Chart().mark_bar(**stroke).encode(y=y, tooltip=tooltip, **enc)
+            if log_base(self.spec.get("log_y")):
+                bars = bars.encode(y2=alt.datum(scale.domain[0]) if scale.domain is not alt.Undefined else alt.Undefined)
+            cap = max(3.0, min(10.0, self.band_px() / self.groups() * 0.45))
+            colour = {"color": INK}
+        else:
+            bars = alt.Chart().mark_line(point=alt.OverlayMarkDef(size=36, filled=True), strokeWidth=1.5).encode(y=y, tooltip=tooltip, **enc)
+            cap = 6.0
+            colour = {}
+            if "color" in enc:
+                caps["color"] = enc["color"]
+        rule = alt.Chart().mark_rule(strokeWidth=1.2, **colour).encode(y=alt.Y("lo:Q", scale=scale), y2="hi:Q", **caps)
+        ends = [
+            alt.Chart().mark_tick(orient="horizontal", size=cap, thickness=1.2, **colour).encode(y=alt.Y(f"{end}:Q", scale=scale), **caps)
+            for end in ("lo", "hi")
+        ]
+        interval = [rule, *ends] if self.has_interval(table) else []
+        return alt.layer(bars, *interval, data=table), table
+
+    def strip_chart(self) -> tuple[alt.LayerChart, pd.DataFrame]:
+        """Every run, jittered (seeded) within its band, with the median marked."""
+        points = self.frame.copy()
+        k, c = self.groups(), self.field.get("color")
+        slot = points[c].map({v: i for i, v in enumerate(self.order.get(c, []))}).fillna(0).astype(float) if c else pd.Series(0.0, index=points.index)
+        centre = (slot - (k - 1) / 2) / k
+        jitter = np.random.default_rng(JITTER_SEED).uniform(-0.28, 0.28, len(points)) / k
+        points["offset"], points["layer"] = centre + jitter, "run"
+        medians = points.groupby(self.keys, dropna=False, sort=False)[VALUE].median().reset_index()
+        if c:
+            medians["offset"] = ((medians[c].map({v: i for i, v in enumerate(self.order.get(c, []))}).fillna(0) - (k - 1) / 2) / k).astype(float)
+        else:
+            medians["offset"] = 0.0
+        medians["layer"] = "median"
+        data = pd.concat([points, medians], ignore_index=True)
+        scale = self.y_scale(points[VALUE], points[VALUE])
+        y = alt.Y(f"{VALUE}:Q", title=self.y_title(), scale=scale, axis=SI_AXIS)
+        off = alt.XOffset("offset:Q", scale=alt.Scale(domain=[-0.5, 0.5]))
+        enc = {"x": self.x_encoding(), "xOffset": off}
+        dots = alt.Chart().mark_point(filled=True, size=30, opacity=0.75).encode(y=y, **enc, **self.color_encoding()).transform_filter("datum.layer == 'run'")
+        marker = alt.Chart().mark_tick(orient="horizontal", color=INK, thickness=2, size=max(6.0, self.band_px() / k * 0.7)).encode(y=y, **enc)
+        marker = marker.transform_filter("datum.layer == 'median'")
+        return alt.layer(dots, marker, data=data), data
+
+    def box_chart(self) -> tuple[alt.Chart, pd.DataFrame]:
+        scale = self.y_scale(self.frame[VALUE], self.frame[VALUE])
+        y = alt.Y(f"{VALUE}:Q", title=self.y_title(), scale=scale, axis=SI_AXIS)
+        enc = {"x": self.x_encoding(), **self.color_encoding()}
+        c = self.field.get("color")
+        if c:
+            enc["xOffset"] = alt.XOffset(f"{c}:N", sort=self.order.get(c, []))
+        size = max(4.0, self.band_px() / self.groups() * 0.7)
+        box = alt.Chart(self.frame).mark_boxplot(extent="min-max", size=size, median={"color": INK}, rule={"color": INK}, ticks={"size": size * 0.5, "color": INK})
+        return box.encode(y=y, **enc), self.frame
+
+    # ---- whole figure ---------------------------------------------------------
+    def title(self, table: pd.DataFrame, interval: bool) -> alt.TitleParams:
+        x = self.title_of.get(self.field["x"], "")
+        text = str(self.spec.get("title") or f"{', '.join(self.label.name(m) for m in self.metrics)} by {self.label.name(x)}")
+        counts = table["count"] if "count" in table else self.frame.groupby(self.keys, dropna=False).size()
+        lines = []
+        if interval:
+            lines.append(f"{self.statistic}, {self.confidence * 100:g} % CI")
+        elif self.kind == "strip":
+            lines.append("every run; tick: median")
+        if len(counts):
+            lo, hi = int(counts.min()), int(counts.max())
+            per = {"box": "per box", "strip": "per group"}.get(self.kind, "per point")
+            lines.append(f"n = {lo} {per}" if lo == hi else f"n = {lo}-{hi} {per}")
+        return alt.TitleParams(text=text, subtitle="; ".join(lines), anchor="start")
+
+    def header(self, field: str) -> alt.Header:
+        name = self.label.name(self.title_of.get(field, field))
+        expr = "datum.value" if field == METRIC else f"{_quoted(name + ' = ')} + datum.value"
+        return alt.Header(title=None, labelExpr=expr, labelFontSize=11, labelFontWeight="bold")
+
+    def build(self) -> alt.TopLevelMixin:
+        if self.kind in ("line", "bar"):
+            inner, table = self.summary_chart()
+        elif self.kind == "strip":
+            inner, table = self.strip_chart()
+        else:
+            inner, table = self.box_chart()
+        interval = self.kind in ("line", "bar") and self.has_interval(table)
+        inner = inner.properties(width=self.width, height=self.height)
+        row, column = self.field.get("row"), self.field.get("column")
+        facets: dict[str, object] = {}
+        if row:
+            facets["row"] = alt.Row(f"{row}:N", sort=self.order.get(row, []), header=self.header(row))
+        if column:
+            facets["column"] = alt.Column(f"{column}:N", sort=self.order.get(column, []), header=self.header(column))
+        wrap = None
+        if self.many_metrics:
+            if not row:
+                facets["row"] = alt.Row(f"{METRIC}:N", sort=self.order[METRIC], header=self.header(METRIC))
+            elif not column:
+                facets["column"] = alt.Column(f"{METRIC}:N", sort=self.order[METRIC], header=self.header(METRIC))
+            else:
+                wrap = True  # refused at campaign load; only reachable from Python
+        if facets and not wrap:
+            figure = inner.facet(**facets)
+            if self.many_metrics or self.spec.get("resolve_y") == "independent":
+                figure = figure.resolve_scale(y="independent")
+        else:
+            figure = inner
+        figure = figure.properties(title=self.title(table, interval))
+        return (
+            figure.configure_axis(labelFontSize=10, titleFontSize=11, labelLimit=160)
+            .configure_legend(labelFontSize=10, titleFontSize=11)
+            .configure_title(fontSize=12, subtitleFontSize=10)
+            .configure_view(strokeWidth=0.5)
         )
-        result = alt.layer(layer, bars, data=summary)
-    elif kind == "strip":
-        result = alt.Chart(ok).mark_circle(size=40, opacity=0.7).encode(
-            y=alt.Y(f"{y}:Q", title=y_title, scale=y_scale), xOffset=alt.XOffset("jitter:Q"), **enc
-        ).transform_calculate(jitter="random()")
-    else:
-        result = alt.Chart(ok).mark_boxplot(extent="min-max").encode(y=alt.Y(f"{y}:Q", title=y_title, scale=y_scale), **enc)
-    result = result.properties(width=360, height=260)
-    if facet:
-        result = result.facet(column=alt.Column(f"{facet}:N", title=titles[facet]))
-    title = str(spec.get("title") or f"{titles[y]} by {titles[x]}")
-    return result.properties(title=title)
+
+
+def chart(
+    frame: pd.DataFrame,
+    spec: Mapping[str, object],
+    pretty: Mapping[str, Mapping[str, str]],
+    confidence: float = CONFIDENCE,
+    statistic: str = "mean",
+    values: Mapping[str, Sequence[str]] | None = None,
+    units: Mapping[str, str] | None = None,
+) -> alt.TopLevelMixin:
+    """The Vega-Lite chart of one plot entry over the campaign's rows."""
+    return Plot(frame, spec, pretty, confidence, statistic, values, units).build()
 
 
 def draw(
     rows: list[dict],
     spec: Mapping[str, object],
-    pretty: Mapping[str, Mapping[str, str]],
-    svg: Path,
-    png: Path,
-    confidence: float = CONFIDENCE,
-    statistic: str = "mean",
+    info: Mapping[str, object],
+    outputs: Sequence[Path],
+    metadata: Mapping[str, object] | None = None,
 ) -> None:
+    """Save the plot to every output (.svg, .png at twice the size, .pdf).
+
+    `info` is the campaign info (pretty, values, statistics); `metadata` the
+    rows' metadata (metric units).
+    """
+    opts = {"confidence": CONFIDENCE, "statistic": "mean", **dict(info.get("statistics") or {})}  # type: ignore[call-overload]
     frame = pd.DataFrame(rows)
-    if frame.empty:
-        frame = pd.DataFrame(columns=[spec["x"], spec["y"], "status"])
-    figure = chart(frame, spec, pretty, confidence, statistic)
-    figure.save(str(svg))
-    figure.save(str(png), scale_factor=2)
+    columns = [c for c in (spec.get("x"), spec.get("color"), spec.get("row"), spec.get("column"), spec.get("facet"), *metrics_of(spec)) if c]
+    for col in [*columns, "status"]:
+        if col not in frame:
+            frame[col] = pd.Series(dtype=object)
+    figure = chart(
+        frame, spec, info.get("pretty") or {}, float(opts["confidence"]), str(opts["statistic"]),  # type: ignore[arg-type]
+        info.get("values"), parse_units(metadata),  # type: ignore[arg-type]
+    )  # fmt: skip
+    for out in outputs:
+        out = Path(out)
+        figure.save(str(out), scale_factor=2) if out.suffix == ".png" else figure.save(str(out))

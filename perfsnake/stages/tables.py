@@ -1,0 +1,394 @@
+"""Tables to paste and report pages, from summary.csv and comparisons.csv.
+
+summary.md / summary.tex (booktabs) / summary.org: one row per record and
+metric, the campaign's statistic with its interval, n, and (with
+`statistics.baseline`) the ratio to the baseline record with its interval,
+written like hyperfine's exports (`1.23 ± 0.04x` in Markdown, `1.23 +- 0.04x`
+where plain ASCII is safer). HTML pages render the CSV tables inline in
+`snakemake --report`. pandas is imported when a table is made, not when the
+workflow is parsed (captions are built at parse time).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+STAT_COLUMNS = {"mean": ("mean", "mean_ci_low", "mean_ci_high"), "median": ("median", "median_ci_low", "median_ci_high")}
+
+
+def number(x: float, digits: int = 4) -> str:
+    """A value with `digits` significant digits, no exponent for everyday sizes."""
+    if x is None or not math.isfinite(x):
+        return "-"
+    if x == 0:
+        return "0"
+    if 1e-3 <= abs(x) < 1e9:
+        decimals = max(digits - 1 - int(math.floor(math.log10(abs(x)))), 0)
+        return f"{x:,.{decimals}f}".replace(",", " ")
+    return f"{x:.{digits - 1}e}"
+
+
+def plus_minus(centre: float, half: float) -> str:
+    """`centre ± half`, both rounded to the half-width's two significant digits (as hyperfine)."""
+    if not (math.isfinite(half) and half > 0 and math.isfinite(centre)):
+        return number(centre)
+    digits = 1 - int(math.floor(math.log10(half)))
+    if digits >= 0:
+        return f"{centre:,.{digits}f} ± {half:,.{digits}f}".replace(",", " ")
+    step = 10 ** (-digits)
+    return f"{round(centre / step) * step:,.0f} ± {round(half / step) * step:,.0f}".replace(",", " ")
+
+
+def _value_text(v: object) -> str:
+    from perfsnake.escape import value_text
+
+    return value_text(v)
+
+
+def _baseline_key(summary: pd.DataFrame, variables: Sequence[str], baseline: Mapping[str, object], row: pd.Series) -> pd.DataFrame:
+    """The summary rows of the baseline record matching `row` elsewhere."""
+    mask = summary["metric"] == row["metric"]
+    for v in variables:
+        want = baseline[v] if v in baseline else row[v]
+        mask &= summary[v].map(_value_text) == _value_text(want)
+    return summary[mask]
+
+
+def ratio(a: float, a_lo: float, a_hi: float, b: float, b_lo: float, b_hi: float) -> tuple[float, float]:
+    """a/b and its half-width by first-order error propagation of the two intervals."""
+    if not (b and math.isfinite(a) and math.isfinite(b)):
+        return float("nan"), float("nan")
+    r = a / b
+    ea = (a_hi - a_lo) / 2 if math.isfinite(a_hi - a_lo) else 0.0
+    eb = (b_hi - b_lo) / 2 if math.isfinite(b_hi - b_lo) else 0.0
+    rel = math.sqrt((ea / a) ** 2 + (eb / b) ** 2) if a else 0.0
+    return r, abs(r) * rel
+
+
+def summary_table(summary: pd.DataFrame, info: Mapping[str, object]) -> pd.DataFrame:
+    """One row per record and metric: variables, metric, statistic ± half-width, interval, n, relative."""
+    import pandas as pd
+
+    stats = {"statistic": "mean", "confidence": 0.95, **dict(info.get("statistics") or {})}  # type: ignore[call-overload]
+    centre, low, high = STAT_COLUMNS[str(stats["statistic"])]
+    variables = [v for v in info.get("variables", []) if v in summary]  # type: ignore[attr-defined]
+    # A variable with one value says nothing per row (it is in the campaign file).
+    shown = [v for v in variables if summary[v].map(_value_text).nunique() > 1] or variables[:1]
+    pretty: Mapping[str, Mapping[str, str]] = info.get("pretty") or {}  # type: ignore[assignment]
+    baseline = stats.get("baseline")
+    level = f"{float(stats['confidence']) * 100:g} % CI"
+    out = []
+    for _, row in summary.iterrows():
+        c, lo, hi = (float(row.get(k, float("nan"))) for k in (centre, low, high))
+        half = (hi - lo) / 2 if math.isfinite(hi - lo) else float("nan")
+        rec = {v: pretty.get(v, {}).get(_value_text(row[v]), _value_text(row[v])) for v in shown}
+        rec["metric"] = row["metric"]
+        rec[str(stats["statistic"])] = plus_minus(c, half)
+        rec[level] = f"[{number(lo)}, {number(hi)}]" if math.isfinite(half) else "-"
+        rec["n"] = int(row["n"]) if "n" in row and math.isfinite(float(row["n"])) else 0
+        if baseline:
+            base = _baseline_key(summary, variables, baseline, row)  # type: ignore[arg-type]
+            if len(base) == 1 and base.index[0] == row.name:
+                rec["relative"] = "1.00x (baseline)"
+            elif len(base) == 1:
+                b = base.iloc[0]
+                r, err = ratio(c, lo, hi, float(b[centre]), float(b[low]), float(b[high]))
+                rec["relative"] = f"{r:.2f} ± {err:.2f}x" if math.isfinite(err) and err > 0 else (f"{r:.2f}x" if math.isfinite(r) else "-")
+            else:
+                rec["relative"] = "-"
+        out.append(rec)
+    return pd.DataFrame(out)
+
+
+def markdown(table: pd.DataFrame) -> str:
+    head = "| " + " | ".join(str(c) for c in table.columns) + " |"
+    rule = "|" + "|".join(":---" if i < _text_columns(table) else "---:" for i in range(len(table.columns))) + "|"
+    rows = ["| " + " | ".join(str(v).replace("|", "\\|") for v in r) + " |" for r in table.itertuples(index=False)]
+    return "\n".join([head, rule, *rows]) + "\n"
+
+
+def _text_columns(table: pd.DataFrame) -> int:
+    """Leading label columns (variables and metric), left-aligned."""
+    cols = list(table.columns)
+    return cols.index("metric") + 1 if "metric" in cols else 1
+
+
+LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def latex_text(text: object) -> str:
+    out = "".join(LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+    return out.replace("±", r"$\pm$")
+
+
+def latex(table: pd.DataFrame, caption: str) -> str:
+    left = _text_columns(table)
+    spec = "l" * left + "r" * (len(table.columns) - left)
+    lines = [
+        r"% needs \usepackage{booktabs}",
+        r"\begin{table}",
+        r"  \centering",
+        f"  \\caption{{{latex_text(caption)}}}",
+        f"  \\begin{{tabular}}{{{spec}}}",
+        r"    \toprule",
+        "    " + " & ".join(latex_text(c) for c in table.columns) + r" \\",
+        r"    \midrule",
+        *("    " + " & ".join(latex_text(v) for v in r) + r" \\" for r in table.itertuples(index=False)),
+        r"    \bottomrule",
+        r"  \end{tabular}",
+        r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def org(table: pd.DataFrame) -> str:
+    def cells(values: Sequence[object]) -> str:
+        return "| " + " | ".join(str(v).replace("|", "\\vert{}").replace("±", "+-") for v in values) + " |"
+
+    rule = "|" + "+".join("-" * (len(str(c)) + 2) for c in table.columns) + "|"
+    return "\n".join([cells(list(table.columns)), rule, *(cells(list(r)) for r in table.itertuples(index=False))]) + "\n"
+
+
+def write_summary_tables(summary_csv: Path, info: Mapping[str, object], md: Path, tex: Path, org_path: Path) -> None:
+    import pandas as pd
+
+    try:
+        summary = pd.read_csv(summary_csv, keep_default_na=False, na_values=[""])
+    except pd.errors.EmptyDataError:
+        summary = pd.DataFrame(columns=["metric", "n"])
+    table = summary_table(summary, info)
+    if table.empty:
+        table = pd.DataFrame(columns=["metric", "n"])
+    stat = dict(info.get("statistics") or {}).get("statistic", "mean")  # type: ignore[call-overload]
+    caption = f"{info.get('name')}: {stat} per record with its interval, n runs"
+    Path(md).write_text(markdown(table))
+    Path(tex).write_text(latex(table, caption))
+    Path(org_path).write_text(org(table))
+
+
+# ---- HTML pages for snakemake --report -------------------------------------
+STYLE = """<style>
+body{font-family:system-ui,sans-serif;margin:1em;color:#222}
+table{border-collapse:collapse;font-size:13px}
+th,td{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
+th{background:#f3f3f3;position:sticky;top:0}
+td:first-child,th:first-child{text-align:left}
+tr.sig td{background:#fff4d6}
+caption{caption-side:top;text-align:left;font-weight:bold;padding:4px 0}
+</style>"""
+
+
+def html_page(title: str, body: str) -> str:
+    return f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>{STYLE}</head><body>\n<h3>{html.escape(title)}</h3>\n{body}\n</body></html>\n"
+
+
+def frame_html(frame: pd.DataFrame) -> str:
+    """pandas' HTML table with compact numbers."""
+    import pandas as pd
+
+    shown = frame.copy()
+    for col in shown.columns:
+        if pd.api.types.is_float_dtype(shown[col]):
+            shown[col] = shown[col].map(lambda v: number(v) if v == v else "")
+    return shown.to_html(index=False, border=0, na_rep="", escape=True)
+
+
+def csv_html(source: Path, out: Path, title: str, significant_first: bool = False) -> None:
+    """A CSV of the analysis as an HTML page (significant rows first on request)."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(source)
+    except pd.errors.EmptyDataError:
+        frame = pd.DataFrame()
+    if significant_first and "significant" in frame:
+        frame = frame.sort_values("significant", ascending=False, kind="stable")
+    body = frame_html(frame) if len(frame) else "<p>No rows (fewer than two runs per record, or nothing to compare).</p>"
+    Path(out).write_text(html_page(title, body))
+
+
+def markdown_html(source: Path, out: Path, title: str) -> None:
+    """A Markdown table (significant.md) as an HTML page: its lines as a table."""
+    lines = Path(source).read_text().splitlines()
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if line.startswith("|")]
+    rows = [r for r in rows if not all(set(c) <= set(":-") for c in r)]
+    text = [f"<p>{html.escape(line)}</p>" for line in lines if line.strip() and not line.startswith("|")]
+    table = ""
+    if rows:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
+        table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    Path(out).write_text(html_page(title, "\n".join(text) + table))
+
+
+# ---- captions (parse time: no pandas) --------------------------------------
+def interval_kind(statistics: Mapping[str, object]) -> str:
+    stat = str(statistics.get("statistic", "mean"))
+    conf = float(statistics.get("confidence", 0.95))  # type: ignore[arg-type]
+    method = "t interval over independent subsessions" if stat == "mean" else "BCa bootstrap"
+    return f"{stat} with its {conf * 100:g} % confidence interval ({method})"
+
+
+def description(campaign: object) -> str:
+    """The campaign's `description`, else the comment lines opening its file."""
+    text = str(campaign.data.get("description") or "").strip()  # type: ignore[attr-defined]
+    if text:
+        return text
+    lines = []
+    try:
+        for line in Path(campaign.file).read_text().splitlines():  # type: ignore[attr-defined]
+            if not line.startswith("#"):
+                break
+            lines.append(line.lstrip("#").strip())
+    except OSError:
+        pass
+    return " ".join(x for x in lines if x)
+
+
+def plot_caption(campaign: object, plot: Mapping[str, object]) -> str:
+    """What a figure shows: the campaign, the plot's meaning, n per point, the interval."""
+    data = campaign.data  # type: ignore[attr-defined]
+    desc = description(campaign)
+    ys = plot["y"] if isinstance(plot["y"], list) else [plot["y"]]
+    ys = [*ys, *(m for m in plot.get("metrics", []) or [] if m not in ys)]  # type: ignore[union-attr]
+    by = [f"{plot[k]} ({k})" for k in ("x", "color", "row", "column", "facet") if plot.get(k)]
+    kind = str(plot["kind"])
+    what = {
+        "line": "one point per record: the " + interval_kind(data["statistics"]),
+        "bar": "one bar per record: the " + interval_kind(data["statistics"]),
+        "strip": "one dot per run (jittered within its band), a tick at the median",
+        "box": "the runs of each record as a box (quartiles, median, whiskers to min and max)",
+    }[kind]
+    n = campaign.nb_runs  # type: ignore[attr-defined]
+    runs = f"{n} runs per record" if not data.get("precision") else f"{data['precision']['min_runs']} to {data['precision']['max_runs']} runs per record (until precise enough)"
+    parts = [desc, f"{', '.join(map(str, ys))} by {', '.join(by)}: {what}; {runs}; failed runs left out."]
+    return " ".join(p for p in parts if p)
+
+
+# ---- report pages ------------------------------------------------------------
+PAGES = ("landing", "machine", "summary", "comparisons", "significant")
+MACHINE_KEYS = (
+    "hostname", "cpu_model", "online_cpus", "smt", "numa_nodes", "memory", "uname", "os_release", "cpufreq_governor",
+    "perf_event_paranoid", "compiler", "python", "snakemake", "pandas", "perfsnake_commit", "perfsnake_tree", "platform",
+)  # fmt: skip
+COUNT_KEYS = ("runs", "runs_ok", "runs_failed", "runs_timeout", "total_duration_s", "total_benchmark_time_s", "utc_time")
+
+
+def page(campaign: str, name: str) -> str:
+    return f"results/{campaign}/report/{name}.html"
+
+
+def table_files(campaign: str) -> list[str]:
+    return [f"results/{campaign}/summary.{ext}" for ext in ("md", "tex", "org")]
+
+
+def report_targets(campaign: str, overhead: bool, flamegraphs: bool) -> list[str]:
+    """The tables to paste and the report's pages of one campaign."""
+    names = [*PAGES, *(["overhead"] if overhead else []), *(["flamegraphs"] if flamegraphs else [])]
+    return [*table_files(campaign), *(page(campaign, n) for n in names)]
+
+
+def _rows_table(pairs: Sequence[tuple[str, object]]) -> str:
+    body = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td style='text-align:left'>{html.escape(str(v))}</td></tr>" for k, v in pairs)
+    return f"<table>{body}</table>"
+
+
+def landing_fragment(info: Mapping[str, object], metadata: Mapping[str, object], description: str, files: Sequence[str]) -> str:
+    """One campaign on the report's landing page: description, counts, machine, files."""
+    name = str(info["name"])
+    counts = [
+        ("records", info.get("records")),
+        ("runs (ok / failed / timeout)", f"{metadata.get('runs', '?')} ({metadata.get('runs_ok', '?')} / {metadata.get('runs_failed', '?')} / {metadata.get('runs_timeout', '?')})"),
+        ("duration", f"{metadata.get('total_duration_s', '?')} s (benchmark time {metadata.get('total_benchmark_time_s', '?')} s)"),
+        ("benchmark", info.get("benchmark")),
+        ("variables", ", ".join(f"{v} ({len(info.get('values', {}).get(v, []))})" for v in info.get("variables", []))),  # type: ignore[union-attr,attr-defined]
+        ("campaign file", info.get("file")),
+    ]  # fmt: skip
+    machine = [(k, metadata[k]) for k in MACHINE_KEYS if k in metadata]
+    where = "".join(f"<li><tt>{html.escape(f)}</tt></li>" for f in files)
+    return (
+        f"<h2>{html.escape(name)}</h2>\n<p>{html.escape(description or 'No description.')}</p>\n"
+        f"<div style='display:flex;gap:2em;flex-wrap:wrap'><div><h4>Counts</h4>{_rows_table(counts)}</div>"
+        f"<div><h4>Machine</h4>{_rows_table(machine)}</div></div>\n"
+        f"<h4>Files (under <tt>results/{html.escape(name)}/</tt>)</h4><ul>{where}</ul>\n"
+    )
+
+
+def write_pages(
+    info: Mapping[str, object], description: str, rows_json: Path, summary_csv: Path, comparisons_csv: Path,
+    significant_md: Path, tables: Sequence[Path], out: Mapping[str, Path],
+) -> None:  # fmt: skip
+    """The landing fragment and the machine, summary, comparisons and significant pages."""
+    import json
+
+    import pandas as pd
+
+    name = str(info["name"])
+    metadata = json.loads(Path(rows_json).read_text()).get("metadata", {})
+    files = [f"{name}.csv (every run, metadata above the header)", f"{name}.json", "summary.csv", "summary.md / .tex / .org (tables to paste)",
+             "comparisons.csv", "significant.md", "plots/*.svg, .png, .pdf", "runs/<record>/run-<i>/ (stdout, stderr, result.json)", "commands.sh"]  # fmt: skip
+    Path(out["landing"]).write_text(landing_fragment(info, metadata, description, files))
+    machine = [(k, v) for k, v in metadata.items() if k not in ("metric_units",)]
+    Path(out["machine"]).write_text(html_page(f"{name}: machine and run metadata", _rows_table(machine)))
+    try:
+        summary = pd.read_csv(summary_csv, keep_default_na=False, na_values=[""])
+    except pd.errors.EmptyDataError:
+        summary = pd.DataFrame(columns=["metric", "n"])
+    paste = summary_table(summary, info)
+    blocks = "".join(f"<h4><code>{html.escape(Path(t).name)}</code></h4><pre>{html.escape(Path(t).read_text())}</pre>" for t in tables)
+    body = (f"<p>{html.escape(interval_kind(dict(info.get('statistics') or {})))}, per record and metric.</p>"  # type: ignore[call-overload]
+            + (paste.to_html(index=False, border=0) if len(paste) else "<p>No summary rows.</p>")
+            + "<h4>Every column of summary.csv</h4>" + (frame_html(summary) if len(summary) else "") + blocks)  # fmt: skip
+    Path(out["summary"]).write_text(html_page(f"{name}: summary", body))
+    csv_html(comparisons_csv, out["comparisons"], f"{name}: comparisons (significant first)", significant_first=True)
+    markdown_html(significant_md, out["significant"], f"{name}: significant differences")
+
+
+def record_label(values: Mapping[str, object], shown: Sequence[str]) -> str:
+    return ", ".join(f"{v} = {_value_text(values[v])}" for v in shown) or "the record"
+
+
+def flame_entries(campaign: object, targets: Sequence[str]) -> list[dict[str, str]]:
+    """Flame graphs of a campaign with short titles: per run, the variables that
+    vary; per differential graph, only those that differ (`lock: cas -> mcs`)."""
+    records = {r.path: r.values for r in campaign.records}  # type: ignore[attr-defined]
+    varying = [v for v in campaign.variables if len({_value_text(r[v]) for r in records.values()}) > 1]  # type: ignore[attr-defined]
+    out = []
+    for t in targets:
+        if t.endswith("/flamegraph.svg"):
+            rel = t.split("/runs/", 1)[1].rsplit("/", 2)[0]
+            run = t.rsplit("/", 2)[1]
+            vals = records.get(rel)
+            out.append({"path": t, "title": f"{record_label(vals, varying) if vals else rel}, {run.replace('-', ' ')}"})
+    from perfsnake import layout
+
+    for a, b in campaign.compare:  # type: ignore[attr-defined]
+        path = layout.diff_flamegraph(campaign.name, layout.flat(a), layout.flat(b))  # type: ignore[attr-defined]
+        if path in targets:
+            va, vb = records[a], records[b]
+            differ = [v for v in campaign.variables if _value_text(va[v]) != _value_text(vb[v])]  # type: ignore[attr-defined]
+            out.append({"path": path, "title": "differential: " + "; ".join(f"{v}: {_value_text(va[v])} -> {_value_text(vb[v])}" for v in differ)})
+    return out
+
+
+def write_flamegraph_page(entries: Sequence[Mapping[str, str]], out: Path, title: str) -> None:
+    """Every flame graph embedded (inferno's search and zoom work inside its frame)."""
+    import base64
+
+    parts = []
+    for e in entries:
+        raw = Path(e["path"]).read_bytes()
+        data = base64.b64encode(raw).decode()
+        size = re.search(rb'<svg[^>]*?height="([0-9.]+)', raw)
+        height = min(int(float(size.group(1))) + 24, 1600) if size else 520
+        parts.append(f"<h4>{html.escape(e['title'])}</h4><p><code>{html.escape(e['path'])}</code></p>"
+                     f"<iframe src='data:image/svg+xml;base64,{data}' style='width:100%;height:{height}px;border:1px solid #ccc'></iframe>")  # fmt: skip
+    Path(out).write_text(html_page(title, "\n".join(parts) or "<p>No flame graphs.</p>"))

@@ -1,0 +1,31 @@
+"""Snakemake entry point of the summary_tables and report page rules
+(logic in perfsnake.stages.tables)."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
+
+from perfsnake.scripting import logged  # noqa: E402
+from perfsnake.stages import tables  # noqa: E402
+
+sm = snakemake  # noqa: F821
+
+
+def main() -> None:
+    info = json.loads(sm.params.campaign)
+    name = info["name"]
+    if sm.rule == "summary_tables":
+        tables.write_summary_tables(Path(sm.input.summary), info, Path(sm.output.md), Path(sm.output.tex), Path(sm.output.org))
+    elif sm.rule == "report_pages":
+        out = {k: Path(getattr(sm.output, k)) for k in ("landing", "machine", "summary", "comparisons", "significant")}
+        tables.write_pages(info, sm.params.description, Path(sm.input.rows), Path(sm.input.summary), Path(sm.input.comparisons),
+                           Path(sm.input.significant), [Path(t) for t in sm.input.tables], out)  # fmt: skip
+    elif sm.rule == "overhead_page":
+        tables.csv_html(Path(sm.input.overhead), Path(sm.output.overhead), f"{name}: instrument overhead")
+    else:
+        tables.write_flamegraph_page(json.loads(sm.params.entries), Path(sm.output.flamegraphs), f"{name}: flame graphs")
+
+
+logged(sm.log[0], main)

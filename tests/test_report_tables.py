@@ -1,0 +1,128 @@
+"""Tables to paste (summary.md/.tex/.org) and the report's pages."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from helpers import ROOT, snakemake, write_campaign
+
+from perfsnake.campaign import load_campaign
+from perfsnake.planning import CampaignIndex
+from perfsnake.stages import tables
+
+INFO = {
+    "name": "c",
+    "variables": ["lock", "t"],
+    "pretty": {"lock": {"cas": "CAS"}},
+    "statistics": {"statistic": "mean", "confidence": 0.95, "baseline": {"lock": "pthread"}},
+}
+
+
+def summary() -> pd.DataFrame:
+    rows = []
+    for lock, mean, half in (("pthread", 100.0, 4.0), ("cas", 200.0, 6.0)):
+        for t in (1, 2):
+            rows.append({"lock": lock, "t": t, "metric": "ops", "n": 5, "mean": mean * t, "mean_ci_low": mean * t - half, "mean_ci_high": mean * t + half,
+                         "median": mean * t, "median_ci_low": math.nan, "median_ci_high": math.nan})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_summary_rows_with_interval_n_and_ratio_to_the_baseline():
+    table = tables.summary_table(summary(), INFO)
+    assert list(table.columns) == ["lock", "t", "metric", "mean", "95 % CI", "n", "relative"]
+    cas1 = table[(table["lock"] == "CAS") & (table["t"] == "1")].iloc[0]
+    assert cas1["mean"] == "200.0 ± 6.0" and cas1["95 % CI"] == "[194.0, 206.0]" and cas1["n"] == 5
+    err = 2.0 * math.sqrt((6 / 200) ** 2 + (4 / 100) ** 2)  # first-order propagation of both intervals
+    assert cas1["relative"] == f"2.00 ± {err:.2f}x"
+    cas2 = table[(table["lock"] == "CAS") & (table["t"] == "2")].iloc[0]  # against pthread at t=2, not t=1
+    assert cas2["relative"].startswith("2.00 ± ")
+    assert table[table["lock"] == "pthread"]["relative"].tolist() == ["1.00x (baseline)"] * 2
+    no_base = tables.summary_table(summary(), {**INFO, "statistics": {"statistic": "median"}})
+    assert "relative" not in no_base and no_base["median"].iloc[0] == "100.0"  # no interval: the value alone
+
+
+def test_plus_minus_rounds_to_the_half_width():
+    assert tables.plus_minus(1.23456, 0.0412) == "1.235 ± 0.041"
+    assert tables.plus_minus(70_123_456.0, 5_612_345.0) == "70 100 000 ± 5 600 000"
+    assert tables.plus_minus(3.0, math.nan) == "3.000"
+
+
+def test_markdown_latex_and_org_exports(tmp_path):
+    src = tmp_path / "summary.csv"
+    summary().to_csv(src, index=False)
+    md, tex, org = tmp_path / "s.md", tmp_path / "s.tex", tmp_path / "s.org"
+    tables.write_summary_tables(src, {**INFO, "name": "c_1"}, md, tex, org)
+    lines = md.read_text().splitlines()
+    assert lines[0] == "| lock | t | metric | mean | 95 % CI | n | relative |"
+    assert lines[1] == "|:---|:---|:---|---:|---:|---:|---:|" and len(lines) == 6
+    latex = tex.read_text()
+    assert r"\toprule" in latex and r"\midrule" in latex and r"\bottomrule" in latex and r"\begin{tabular}{lllrrrr}" in latex
+    assert r"95 \% CI" in latex and r"$\pm$" in latex and r"c\_1" in latex
+    rows = org.read_text().splitlines()
+    assert rows[1].startswith("|-") and "+" in rows[1] and "2.00 +- " in org.read_text() and "±" not in org.read_text()
+
+
+def test_latex_escapes_special_characters():
+    assert tables.latex_text("a_b & 50% #1 {x} ~ ^") == r"a\_b \& 50\% \#1 \{x\} \textasciitilde{} \textasciicircum{}"
+
+
+def test_comparisons_page_lists_significant_rows_first(tmp_path):
+    src = tmp_path / "comparisons.csv"
+    pd.DataFrame({"metric": ["m", "m"], "a": ["x", "y"], "p_value": [0.5, 0.001], "significant": [False, True]}).to_csv(src, index=False)
+    tables.csv_html(src, tmp_path / "c.html", "c: comparisons", significant_first=True)
+    page = (tmp_path / "c.html").read_text()
+    assert page.index("<td>y</td>") < page.index("<td>x</td>") and "<table" in page
+
+
+def test_flame_graphs_get_short_titles_naming_what_differs():
+    c = load_campaign(ROOT / "config/campaigns/flamegraph_leveldb.yaml")
+    entries = tables.flame_entries(c, CampaignIndex({c.name: c}, None).instrument_targets(c.name))
+    titles = [e["title"] for e in entries]
+    assert titles == ["lock = cas, run 1", "lock = mcs, run 1", "differential: lock: cas -> mcs", "differential: lock: mcs -> cas"]
+
+
+def test_campaign_targets_include_tables_pages_and_pdf():
+    c = load_campaign(ROOT / "config/campaigns/flamegraph_leveldb.yaml")
+    targets = CampaignIndex({c.name: c}, None).campaign_targets(c.name)
+    for name in ("summary.md", "summary.tex", "summary.org", "report/landing.html", "report/summary.html", "report/flamegraphs.html"):
+        assert f"results/flamegraph_leveldb/{name}" in targets
+    h = load_campaign(ROOT / "config/campaigns/heater.yaml")
+    assert any(t.endswith(".pdf") for t in CampaignIndex({h.name: h}, None).campaign_targets(h.name))
+
+
+@pytest.mark.e2e
+def test_report_shows_landing_tables_and_captions(tmp_path):
+    camp = write_campaign(tmp_path, {
+        "name": "c", "description": "Echo two values, as a reader would see it.",
+        "benchmark": {"type": "command", "command": "echo value={x}", "metrics": {"value": r"value=(\S+)"}},
+        "variables": {"x": [2, 1]}, "nb_runs": 2, "statistics": {"baseline": {"x": 1}},
+        "plots": [{"kind": "bar", "x": "x", "y": "value", "name": "values", "labels": {"value": "Echoed value"}}],
+    })  # fmt: skip
+    other = write_campaign(tmp_path, {"name": "d", "description": "A second campaign.", "benchmark": {"type": "command", "command": "echo value=1",
+                                      "metrics": {"value": r"value=(\S+)"}}, "nb_runs": 2}, "d.yaml")  # fmt: skip
+    both = ["--config", f"campaigns=[{camp},{other}]"]
+    snakemake(tmp_path, None, "--cores", "1", "all", *both)
+    base = tmp_path / "results/c"
+    assert "2.00x" in (base / "summary.md").read_text() and (base / "plots/values.pdf").read_bytes()[:5] == b"%PDF-"
+    snakemake(tmp_path, None, "--report", str(tmp_path / "report.html"), *both)
+    page = (tmp_path / "report.html").read_text()
+    # The landing page lists both campaigns (with counts); captions carry the description.
+    assert page.count("runs (ok / failed / timeout)") == 2 and "A second campaign." in page
+    assert "Echo two values, as a reader would see it." in page and "2 runs per record" in page
+    assert "machine.html" in page and "summary.html" in page and "values.svg" in page
+    svg = (base / "plots/values.svg").read_text()
+    assert "Echoed value" in svg and ">2<" in svg and svg.index(">2<") < svg.index(">1<")  # label, campaign order
+
+
+def test_landing_fragment_names_counts_machine_and_files():
+    frag = tables.landing_fragment({"name": "c", "records": 2, "benchmark": "b", "variables": ["x"], "values": {"x": ["1", "2"]}},
+                                   {"runs": 4, "runs_ok": 3, "runs_failed": 1, "runs_timeout": 0, "cpu_model": "Z80 <fast>"}, "Desc & more", ["c.csv"])  # fmt: skip
+    assert "4 (3 / 1 / 0)" in frag and "Z80 &lt;fast&gt;" in frag and "Desc &amp; more" in frag and "<tt>c.csv</tt>" in frag
+
+
+def test_constant_variables_left_out_of_the_rows():
+    frame = summary().assign(flags="-O2")
+    table = tables.summary_table(frame, {**INFO, "variables": ["flags", "lock", "t"]})
+    assert "flags" not in table and "lock" in table
