@@ -1,5 +1,6 @@
-# Analysis: per-record summaries (intervals on subsession means, BCa median
-# intervals, autocorrelation) and Welch comparisons between records.
+# Analysis: per-record summaries (intervals on subsession means, exact
+# median intervals, autocorrelation, stability flags) and corrected Welch
+# comparisons between records (perfsnake.stages.analysis).
 
 
 rule analyse:
@@ -8,18 +9,9 @@ rule analyse:
         code=layout.package_code("stages/analysis.py", "stats.py"),
     output:
         summary="results/{campaign}/summary.csv",
-        comparisons=report(
-            "results/{campaign}/comparisons.csv",
-            caption="../workflow/report/comparisons.rst",
-            category="{campaign}",
-            labels={"campaign": "{campaign}", "figure": "comparisons (table)"},
-        ),
-        significant=report(
-            "results/{campaign}/significant.md",
-            caption="../workflow/report/significant.rst",
-            category="{campaign}",
-            labels={"campaign": "{campaign}", "figure": "significant differences"},
-        ),
+        # Shown in the report as HTML pages (rules/report.smk), not as downloads.
+        comparisons="results/{campaign}/comparisons.csv",
+        significant="results/{campaign}/significant.md",
     log:
         "results/{campaign}/logs/analyse.log",
     # Short and reads the whole campaign: on a cluster it runs on the submit host.
@@ -38,12 +30,7 @@ rule overhead:
         main="results/{campaign}/results.json",
         controls=lambda wildcards: INDEX.control_results(wildcards.campaign),
     output:
-        report(
-            "results/{campaign}/overhead.csv",
-            caption="../workflow/report/overhead.rst",
-            category="{campaign}",
-            labels={"campaign": "{campaign}", "figure": "instrument overhead (table)"},
-        ),
+        "results/{campaign}/overhead.csv",
     log:
         "results/{campaign}/logs/overhead.log",
     # Short and reads the whole campaign: on a cluster it runs on the submit host.
