@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from decimal import Decimal
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -47,16 +48,24 @@ OPS = {
     "lat_ops": _LAT_OPS,
 }
 PROGRAMS = tuple(OPS)
-#: size_kb when a campaign does not set it (stream's arrays must outgrow the caches)
-SIZE_KB_DEFAULT = {"stream": 32768}
+#: size_kb when a campaign does not set it (stream's arrays must outgrow the
+#: caches; lat_ctx's working set is lmbench's 0: a bare switch)
+SIZE_KB_DEFAULT = {"stream": 32768, "lat_ctx": 0}
+#: programs with a size operand: their runs record the size used (effective_size_kb)
+SIZED = ("lat_mem_rd", "bw_mem", "lat_ctx", "lat_mmap", "lat_pagefault", "stream")
 #: not scalable in lmbench3 (lat_connect: TIME_WAIT exhaustion; lat_ops: a CPU constant)
 UNSCALABLE = ("lat_connect", "lat_ops")
 #: smallest size_kb and largest msg_bytes each program accepts
-MIN_SIZE_KB = {"bw_mem": 4, "lat_pagefault": 64}
+MIN_SIZE_KB = {"bw_mem": 4, "lat_pagefault": 64, "lat_ctx": 0}
 MAX_MSG_BYTES = {"lat_udp": 65507, "lat_tcp": 16 << 20, "bw_pipe": 64 << 20, "bw_unix": 64 << 20}
 #: secondary result lines "<primary>.<suffix>" -> metric
 _SECONDARY = {"min": "latency_min_ns", "actual": "actual_ns", "per_fault": "per_fault_ns"}
 _LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s)$", re.M)
+#: the harness's note after each result group: how its intervals went
+_NOTE = re.compile(r"^# benchmp (.*)$", re.M)
+#: note field -> metric (the run's metadata in result.json and the CSV)
+NOTE_FIELDS = {"interval_us": "interval_us", "calibration": "calibration", "out_of_window": "intervals_out_of_window",
+               "resized": "intervals_resized", "discarded": "intervals_discarded"}  # fmt: skip
 CALIBRATION_FILE = "calibration.tsv"
 
 
@@ -83,9 +92,11 @@ class LmbenchBenchmark(Benchmark):
             op = p.get("op", ops[0])
             if len(ops) > 1 and op not in ops:
                 raise self.fail("variables.op", f"{value_text(op)!r} is not an operation of {micro} (choose from {', '.join(ops)})")
-            for var in ("size_kb", "stride", "nprocs", "parallel", "repetitions", "interval_us", "msg_bytes"):
+            for var in ("stride", "nprocs", "parallel", "repetitions", "interval_us", "msg_bytes"):
                 if var in p and not _positive(p[var]):
                     raise self.fail(f"variables.{var}", f"{value_text(p[var])!r} is not a positive integer")
+            if "size_kb" in p and not (_positive(p["size_kb"]) or (micro == "lat_ctx" and p["size_kb"] == 0 and not isinstance(p["size_kb"], bool))):
+                raise self.fail("variables.size_kb", f"{value_text(p['size_kb'])!r} is not a positive integer" + (" (or 0)" if micro == "lat_ctx" else ""))
             if micro in UNSCALABLE and p["parallel"] != 1:
                 raise self.fail("variables.parallel", f"{micro} is not a scalable benchmark (as in lmbench3): parallel must be 1, not {value_text(p['parallel'])}")
             size = p.get("size_kb", SIZE_KB_DEFAULT.get(micro, 1024))
@@ -135,7 +146,7 @@ class LmbenchBenchmark(Benchmark):
         named after it with a suffix are the minimum (`.min`), best bandwidth
         (`.max`) and program-specific figures (`.actual`, `.per_fault`)."""
         out: dict[str, object] = dict.fromkeys(self.metrics)
-        lines = [(m.group(1), float(m.group(2)), m.group(3)) for m in _LINE.finditer(stdout)]
+        lines = [(m.group(1), Decimal(m.group(2)), m.group(3)) for m in _LINE.finditer(stdout)]
         if not lines:
             return out
         primary = lines[0][0]
@@ -146,5 +157,21 @@ class LmbenchBenchmark(Benchmark):
                 key = "latency_ns" if name == primary else _SECONDARY.get(name.removeprefix(f"{primary}.")) if name.startswith(f"{primary}.") else None
                 value = value * 1000 if unit == "us" else value
             if key and out[key] is None:
-                out[key] = value
+                # Decimal arithmetic, then one rounding: the CSV holds the
+                # printed value (2.5094 us -> 2509.4 ns, not 2509.3999999999996).
+                out[key] = float(value)
+        out.update(self._note(stdout))
+        if params.get("micro") in SIZED:
+            out["effective_size_kb"] = int(params.get("size_kb", SIZE_KB_DEFAULT.get(str(params["micro"]), 1024)))  # type: ignore[call-overload]
         return out
+
+    @staticmethod
+    def _note(stdout: str) -> dict[str, object]:
+        """The first harness note's fields: the interval, where it came from
+        (fixed, cache, calibrated, or fallback when calibration could not
+        settle) and the intervals outside lmbench3's [0.99, 1.2] window."""
+        match = _NOTE.search(stdout)
+        if not match:
+            return {}
+        fields = dict(item.split("=", 1) for item in match.group(1).split() if "=" in item)
+        return {metric: (fields[key] if key == "calibration" else int(fields[key])) for key, metric in NOTE_FIELDS.items() if key in fields}

@@ -134,8 +134,8 @@ int main(int argc, char **argv)
 	ratio = s.touches ? (double)s.faults / (double)s.touches : 0;
 	micro("lat_pagefault", get_n());
 	if (ratio > 0)
-		printf("lat_pagefault.per_fault %.4f us\n", (double)gettime() / 1000.0 / (double)get_n() / ratio);
-	printf("lat_pagefault.faults_per_page %.4f ratio\n", ratio);
+		result_line("lat_pagefault.per_fault", (double)gettime() / 1000.0 / (double)get_n() / ratio, "us");
+	result_line("lat_pagefault.faults_per_page", ratio, "ratio");
 	return 0;
 usage:
 	fprintf(stderr, "usage: lat_pagefault [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] SIZE_KB(>=64) [dir]\n");
