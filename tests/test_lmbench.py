@@ -109,8 +109,8 @@ def test_lmbench_in_the_catalog(tmp_path):
         "name": "lm", "benchmark": "lmbench",
         "records": [{"micro": "lat_syscall", "op": "null", "size_kb": 1, "parallel": 1},
                     {"micro": "lat_syscall", "op": "null", "size_kb": 1, "parallel": 2},
-                    {"micro": "lat_mem_rd", "op": "null", "size_kb": 16, "parallel": 1},
-                    {"micro": "lat_mem_rd", "op": "null", "size_kb": 65536, "parallel": 1},
+                    {"micro": "lat_mem_rd", "op": "sequential", "size_kb": 16, "parallel": 1},
+                    {"micro": "lat_mem_rd", "op": "random", "size_kb": 65536, "parallel": 1},
                     {"micro": "bw_mem", "op": "rd", "size_kb": 4096, "parallel": 1}],
         "nb_runs": 1, "timeout_s": 120,
         "wrappers": [{"type": "env", "set": FAST}],
@@ -399,3 +399,155 @@ def test_catalog_commands_and_parsing(tmp_path):
     assert got["per_fault_ns"] == pytest.approx(1600) and got["latency_ns"] == pytest.approx(100)
     got = bench.parse("lat_ops.int_add 0.2500 ns\nlat_ops.int_add.min 0.2400 ns\n", "", {})
     assert got["latency_ns"] == 0.25 and bench.parse("lat_syscall.null 0.1 us\n", "", {})["latency_min_ns"] is None
+
+
+# ---- lmbench3's programs added later, options a campaign can pass ----------------------------
+
+
+@pytest.mark.parametrize("argv,name,unit,low,high", [
+    (("lat_unix",), "lat_unix", "us", 0.5, 100_000),
+    (("lat_unix", "1000"), "lat_unix", "us", 0.5, 100_000),
+    (("lat_fifo",), "lat_fifo", "us", 0.5, 100_000),
+    (("lat_sem",), "lat_sem", "us", 0.5, 100_000),
+    (("lat_select", "file"), "lat_select.file.200", "us", 0.05, 100_000),
+    (("lat_select", "tcp", "50"), "lat_select.tcp.50", "us", 0.05, 100_000),
+    (("bw_tcp",), "bw_tcp", "MB/s", 10, 10_000_000),
+    (("bw_file_rd", "1024", "io_only"), "bw_file_rd.io_only", "MB/s", 10, 10_000_000),
+    (("bw_file_rd", "1024", "open2close"), "bw_file_rd.open2close", "MB/s", 10, 10_000_000),
+    (("bw_mmap_rd", "1024", "mmap_only"), "bw_mmap_rd.mmap_only", "MB/s", 10, 10_000_000),
+    (("bw_mmap_rd", "1024", "open2close"), "bw_mmap_rd.open2close", "MB/s", 10, 10_000_000),
+    (("mhz",), "mhz", "ns", 0.01, 100),
+])  # fmt: skip
+def test_added_programs_are_plausible_and_clean_up(bins, tmp_path, argv, name, unit, low, high):
+    extra = [str(tmp_path)] if argv[0] in ("lat_fifo", "bw_file_rd", "bw_mmap_rd") else []
+    out = run(bins, argv[0], "-N", "3", *argv[1:], *extra, env={**FAST, "TMPDIR": str(tmp_path)}).stdout
+    got = re.match(r"^(\S+) (\S+) (\S+)$", out, re.M)
+    assert got.group(1) == name and got.group(3) == unit and low < float(got.group(2)) < high, out
+    assert f"{name}.{'max' if unit == 'MB/s' else 'min'} " in out and note(out)["kept"] == "3"
+    assert leftovers(bins, argv[0]) == "" and list(tmp_path.iterdir()) == []  # no process, FIFO or file left
+    if argv[0] == "mhz":
+        assert 50 < lines(out.replace(" MHz", " ns"))["mhz.mhz"] < 20_000  # MHz, from the shortest interval
+
+
+@pytest.mark.parametrize("prog", ["lat_unix", "lat_fifo", "lat_sem", "bw_tcp"])
+def test_added_programs_scale(bins, tmp_path, prog):
+    out = run(bins, prog, "-P", "2", "-N", "3", env={**FAST, "TMPDIR": str(tmp_path)}).stdout
+    assert out.startswith(f"{prog} ") and note(out)["parallel"] == "2"
+    assert leftovers(bins, prog) == ""
+
+
+def test_added_programs_bad_arguments(bins):
+    assert run(bins, "lat_select", "pipe", check=False).returncode == 2
+    assert run(bins, "lat_select", "file", "0", check=False).returncode == 2
+    assert run(bins, "lat_select", "file", "5000", check=False).returncode == 2
+    assert run(bins, "bw_file_rd", "64", "mmap_only", check=False).returncode == 2
+    assert run(bins, "bw_mmap_rd", "64", "io_only", check=False).returncode == 2
+    assert run(bins, "bw_tcp", "0", check=False).returncode == 2
+    assert run(bins, "lat_unix", "1", "2", check=False).returncode == 2
+    assert run(bins, "lat_sem", "extra", check=False).returncode == 2
+    assert run(bins, "mhz", "-P", "2", check=False).returncode == 2
+    assert run(bins, "lat_pipe", "-A", "sideways", check=False).returncode == 2
+
+
+@pytest.mark.parametrize("prog", ["lat_pipe", "lat_tcp", "lat_unix", "lat_sem"])
+def test_placement_pins_the_two_ends(bins, prog):
+    cpus = os.sched_getaffinity(0)
+    for placement in ("same", "different", "unpinned"):
+        if placement == "different" and len(cpus) < 2:
+            continue
+        proc = run(bins, prog, "-N", "3", "-A", placement)
+        assert proc.stdout.startswith(f"{prog} ")
+        ends = {int(e): int(c) for e, c in re.findall(r"placement \w+: end (\d) of pair 0 on CPU (\d+)", proc.stderr)}
+        if placement == "unpinned":
+            assert ends == {}, proc.stderr
+        else:
+            assert set(ends) == {0, 1} and all(c in cpus for c in ends.values()), proc.stderr
+            assert (ends[0] == ends[1]) == (placement == "same"), proc.stderr
+    assert leftovers(bins, prog) == ""
+
+
+def test_lat_syscall_file_and_warmup(bins, tmp_path):
+    regular = tmp_path / "f"
+    regular.write_text("x")
+    for op in ("stat", "fstat", "open"):
+        out = run(bins, "lat_syscall", "-W", "2000", "-N", "3", op, str(regular)).stdout
+        assert out.startswith(f"lat_syscall.{op} ") and 0.001 < value(out) < 10_000
+        assert run(bins, "lat_syscall", "-N", "3", op).returncode == 0  # the default: a regular file (the binary)
+    missing = run(bins, "lat_syscall", "stat", str(tmp_path / "missing"), check=False)
+    assert missing.returncode == 1 and str(tmp_path / "missing") in missing.stderr and missing.stdout == ""
+
+
+def test_lat_mem_rd_modes(bins):
+    seq = run(bins, "lat_mem_rd", "-N", "3", "1024", "64").stdout  # lmbench's default: sequential stride
+    assert seq.startswith("lat_mem_rd.1024k ") and 0.01 < value(seq) < 5000
+    assert run(bins, "lat_mem_rd", "-N", "3", "1024", "64", "sequential").stdout.startswith("lat_mem_rd.1024k ")
+    rnd = run(bins, "lat_mem_rd", "-N", "3", "1024", "64", "random").stdout
+    assert rnd.startswith("lat_mem_rd.random.1024k ") and 0.01 < value(rnd) < 5000
+    assert run(bins, "lat_mem_rd", "1024", "64", "zigzag", check=False).returncode == 2
+
+
+def test_catalog_options_and_added_programs(tmp_path):
+    from perfsnake.benchmarks.base import RunContext
+    from perfsnake.benchmarks.lmbench import LmbenchBenchmark
+
+    bench = LmbenchBenchmark({}, "test")
+
+    def argv(**params):
+        ctx = RunContext(params={**bench.run_defaults, **params}, build_dir=tmp_path, run_dir=tmp_path, duration_s=1)
+        return bench.run_command(ctx)[1:]
+
+    assert argv(micro="lat_pipe", placement="same", warmup_us=5000)[6:] == ["-W", "5000", "-A", "same"]
+    assert "-A" not in argv(micro="lat_pipe") and "-W" not in argv(micro="lat_pipe")
+    assert argv(micro="lat_syscall", op="stat", file="/etc/hostname")[-2:] == ["stat", "/etc/hostname"]
+    assert argv(micro="lat_syscall", op="stat")[-1] == "stat"
+    assert argv(micro="lat_mem_rd", size_kb=4096)[-3:] == ["4096", "64", "sequential"]
+    assert argv(micro="lat_mem_rd", size_kb=4096, op="random")[-1] == "random"
+    assert argv(micro="lat_select", op="tcp", nfds=50)[-2:] == ["tcp", "50"]
+    assert argv(micro="bw_file_rd", size_kb=2048, op="open2close")[-2:] == ["2048", "open2close"]
+    assert argv(micro="bw_mmap_rd")[-2:] == ["1024", "mmap_only"]
+    assert argv(micro="bw_tcp", msg_bytes=4096)[-1] == "4096" and argv(micro="lat_unix", msg_bytes=8)[-1] == "8"
+    assert argv(micro="mhz")[-1].endswith("calibration.tsv") and argv(micro="lat_fifo")[-1].endswith("calibration.tsv")
+    got = bench.parse("mhz 0.270000 ns\nmhz.min 0.268000 ns\nmhz.mhz 3731.34 MHz\n", "", {"micro": "mhz"})
+    assert got["latency_ns"] == 0.27 and got["mhz"] == 3731.34
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"micro": ["lat_pipe"], "placement": ["sideways"]}, "variables.placement", "not a placement"),
+    ({"micro": ["lat_syscall"], "placement": ["same"]}, "variables.placement", "no two ends"),
+    ({"micro": ["lat_pipe"], "warmup_us": [-1]}, "variables.warmup_us", "not a non-negative integer"),
+    ({"micro": ["lat_select"], "nfds": [5000]}, "variables.nfds", "up to 1000"),
+    ({"micro": ["lat_syscall"], "file": ["relative/path"]}, "variables.file", "not an absolute path"),
+    ({"micro": ["lat_mem_rd"], "op": ["zigzag"]}, "variables.op", "not an operation of lat_mem_rd"),
+    ({"micro": ["mhz"], "parallel": [2]}, "variables.parallel", "not a scalable benchmark"),
+    ({"micro": ["bw_tcp"], "msg_bytes": [1 << 30]}, "variables.msg_bytes", "up to"),
+    ({"micro": ["lat_mmap"], "size_kb": [0]}, "variables.size_kb", "not a positive integer"),
+])  # fmt: skip
+def test_catalog_rejects_bad_options(tmp_path, variables, key, problem):
+    from perfsnake.errors import CampaignError
+
+    with pytest.raises(CampaignError) as info:
+        lmbench_campaign(tmp_path, variables)
+    assert info.value.key == key and problem in info.value.problem and "\n" not in str(info.value)
+
+
+@pytest.mark.e2e
+def test_added_programs_through_a_campaign(tmp_path):
+    from helpers import snakemake, write_campaign
+    from perfsnake.aggregate import read_csv
+
+    records = [{"micro": m, "op": o, "size_kb": 256, "placement": "unpinned", "repetitions": 3} for m, o in (
+        ("lat_unix", "roundtrip"), ("lat_fifo", "roundtrip"), ("lat_select", "file"), ("lat_sem", "roundtrip"),
+        ("bw_tcp", "read"), ("bw_file_rd", "io_only"), ("bw_mmap_rd", "mmap_only"), ("mhz", "cycle"))]  # fmt: skip
+    records.append({"micro": "lat_pipe", "op": "roundtrip", "size_kb": 256, "placement": "same", "repetitions": 3})
+    camp = write_campaign(tmp_path, {
+        "name": "added", "benchmark": "lmbench", "records": records, "nb_runs": 1, "timeout_s": 120,
+        "wrappers": [{"type": "env", "set": {**FAST, "TMPDIR": str(tmp_path)}}],
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_csv(tmp_path / "results/added/added.csv")
+    assert (frame["status"] == "ok").all(), frame[["micro", "status"]]
+    for row in frame.itertuples():
+        measured = row.bandwidth_mb_s if row.micro.startswith("bw_") else row.latency_ns
+        assert measured > 0 and row.calibration == "fixed", row
+    assert frame.loc[frame["micro"] == "mhz", "mhz"].iloc[0] > 50
+    assert frame.loc[frame["micro"] == "bw_file_rd", "effective_size_kb"].iloc[0] == 256

@@ -421,18 +421,24 @@ uint64_t timing_interval_us(void)
 
 /* ---- placement of the two ends of an IPC benchmark ------------------------------- */
 
-/* The CPUs this process may use, in order. */
+/* The CPUs this process may use, in order, as they were before the first
+ * pinning (kept across fork: a harness child forked after its parent
+ * pinned itself for the sizing run still places over all of them). */
 static int allowed_cpus(int *cpus, int max)
 {
+	static int known = -1, list[CPU_SETSIZE];
 	cpu_set_t set;
-	int count = 0;
 
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return 0;
-	for (int c = 0; c < CPU_SETSIZE && count < max; c++)
-		if (CPU_ISSET(c, &set))
-			cpus[count++] = c;
-	return count;
+	if (known < 0) {
+		known = 0;
+		if (!sched_getaffinity(0, sizeof(set), &set))
+			for (int c = 0; c < CPU_SETSIZE; c++)
+				if (CPU_ISSET(c, &set))
+					list[known++] = c;
+	}
+	for (int i = 0; i < known && i < max; i++)
+		cpus[i] = list[i];
+	return known < max ? known : max;
 }
 
 int place_end(int end)
@@ -457,6 +463,8 @@ int place_end(int end)
 		perror("benchmp: sched_setaffinity");
 		exit(1);
 	}
+	fprintf(stderr, "benchmp: placement %s: end %d of pair %d on CPU %d\n",
+		placement == PLACE_SAME ? "same" : "different", end, child_index, cpu);
 	return cpu;
 }
 
