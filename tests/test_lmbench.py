@@ -387,7 +387,7 @@ def test_catalog_commands_and_parsing(tmp_path):
     assert argv(micro="stream", op="sum", size_kb=1024)[-2:] == ["sum", "1024"]
     assert argv(micro="lat_timer", op="select", interval_us=500)[-2:] == ["select", "500"]
     assert argv(micro="lat_tcp", msg_bytes=64)[-1] == "64" and argv(micro="lat_pipe")[-1] == str(tmp_path / "calibration.tsv")
-    assert argv(micro="lat_ops", op="int64_div")[-1] == "int64_div" and argv(micro="lat_pagefault", size_kb=256)[-1] == "256"
+    assert argv(micro="lat_ops", op="int64_div")[-1] == "int64_div" and argv(micro="lat_pagefault", size_kb=256)[-2:] == ["256", "fault"]
 
     got = bench.parse("lat_tcp 12.5000 us\nlat_tcp.min 11.0000 us\n", "", {})
     assert got["latency_ns"] == 12500 and got["latency_min_ns"] == 11000 and got["bandwidth_mb_s"] is None
@@ -551,3 +551,21 @@ def test_added_programs_through_a_campaign(tmp_path):
         assert measured > 0 and row.calibration == "fixed", row
     assert frame.loc[frame["micro"] == "mhz", "mhz"].iloc[0] > 50
     assert frame.loc[frame["micro"] == "bw_file_rd", "effective_size_kb"].iloc[0] == 256
+
+
+def test_lmbench_definitions_as_named_operations(bins, tmp_path):
+    """lmbench's own figures where a user wants them: fork with exit(1),
+    catch minus kill(), mmap touching a tenth, page faults on a fresh map."""
+    cases = [(("lat_proc", "fork_lmbench"), "lat_proc.fork_lmbench", 1, 1_000_000),
+             (("lat_sig", "catch_lmbench"), "lat_sig.catch_lmbench", 0, 10_000),
+             (("lat_mmap", "1024", "map_lmbench", str(tmp_path)), "lat_mmap.lmbench.1024k", 0.1, 1_000_000),
+             (("lat_mmap", "1024", "map", str(tmp_path)), "lat_mmap.1024k", 0.1, 1_000_000),
+             (("lat_pagefault", "1024", "fault_lmbench", str(tmp_path)), "lat_pagefault.fault_lmbench", 0, 10_000),
+             (("lat_pagefault", "1024", "fault", str(tmp_path)), "lat_pagefault", 0.005, 10_000)]  # fmt: skip
+    for argv, name, low, high in cases:
+        out = run(bins, argv[0], "-N", "3", *argv[1:]).stdout
+        got = lines(out)
+        assert out.startswith(f"{name} ") and low <= got[name] < high and f"{name}.min" in got, out
+        assert note(out)["calibration"] == "fixed"  # subtracting programs print one note, after their lines
+    assert list(tmp_path.iterdir()) == [] and leftovers(bins, "lat_proc") == ""
+    assert run(bins, "lat_mmap", "1024", "map_it", str(tmp_path), check=False).returncode == 2
