@@ -569,3 +569,14 @@ def test_lmbench_definitions_as_named_operations(bins, tmp_path):
         assert note(out)["calibration"] == "fixed"  # subtracting programs print one note, after their lines
     assert list(tmp_path.iterdir()) == [] and leftovers(bins, "lat_proc") == ""
     assert run(bins, "lat_mmap", "1024", "map_it", str(tmp_path), check=False).returncode == 2
+
+
+def test_ready_campaigns_validate():
+    from perfsnake.campaign import load_campaign
+
+    loaded = {p.stem: load_campaign(p) for p in sorted((ROOT / "config" / "campaigns").glob("lmbench_*.yaml"))}
+    assert {"lmbench_ipc", "lmbench_files", "lmbench_memory"} <= set(loaded)
+    ipc = loaded["lmbench_ipc"]
+    assert {r.values["placement"] for r in ipc.records} == {"unpinned", "same", "different"}
+    assert all("size_kb" not in r.values for r in ipc.records)  # lat_ctx runs at lmbench's 0 KB default
+    assert {r.values["op"] for r in loaded["lmbench_memory"].records} == {"sequential", "random"}
