@@ -76,6 +76,8 @@ COMPARISONS = [
     _c("lat_proc shell", "lat_proc shell", "us", "lat_proc shell", r"Process fork\+/bin/sh -c: " + _US),
     _c("lat_pipe", "lat_pipe", "us", "lat_pipe", "Pipe latency: " + _US),
     _c("lat_unix", "lat_unix", "us", "lat_unix", "AF_UNIX sock stream latency: " + _US),
+    _c("lat_pipe placement same", "lat_pipe -A same", "us"),
+    _c("lat_pipe placement different", "lat_pipe -A different", "us"),
     _c("lat_fifo", "lat_fifo {dir}", "us", differs="lmbench3's lat_fifo spins on EINVAL here"),
     _c("lat_sem", "lat_sem", "us", "lat_sem", "Semaphore latency: " + _US),
     _c("lat_ctx 0 KB 2 procs", "lat_ctx 0 2", "us", "lat_ctx -s 0 2", r"^2 (\S+)$"),
@@ -105,7 +107,7 @@ COMPARISONS = [
     _c("stream triad", "stream triad", "MB/s"),
     _c("lat_timer select 1000", "lat_timer select 1000", "us"),
     _c("mhz (cycle, ns)", "mhz", "ns", "mhz", r"MHz, (\S+) nanosec clock", line="mhz.min"),
-    *[_c(f"lat_ops {t}_{o}", f"lat_ops {t}_{o}", "ns", "lat_ops", rf"^{lt} {lo}: (\S+) nanoseconds")
+    *[_c(f"lat_ops {t}_{o}", f"lat_ops {t}_{o}", "ns", "lat_ops", rf"^{'uint64' if (t, o) == ('int64', 'add') else lt} {lo}: (\S+) nanoseconds")
       for t, lt in (("int", "integer"), ("int64", "int64"), ("float", "float"), ("double", "double"))
       for o, lo in (("xor", "bit"), ("add", "add"), ("mul", "mul"), ("div", "div"), ("mod", "mod"))
       if not (t in ("float", "double") and o in ("xor", "mod"))],
