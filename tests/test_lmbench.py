@@ -533,7 +533,7 @@ def test_catalog_rejects_bad_options(tmp_path, variables, key, problem):
 @pytest.mark.e2e
 def test_added_programs_through_a_campaign(tmp_path):
     from helpers import snakemake, write_campaign
-    from perfsnake.aggregate import read_csv
+    from perfsnake.results import read_csv
 
     records = [{"micro": m, "op": o, "size_kb": 256, "placement": "unpinned", "repetitions": 3} for m, o in (
         ("lat_unix", "roundtrip"), ("lat_fifo", "roundtrip"), ("lat_select", "file"), ("lat_sem", "roundtrip"),
