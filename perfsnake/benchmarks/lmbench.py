@@ -1,11 +1,14 @@
 """Our lmbench-style micro-benchmarks (src/lmbench) as a catalog benchmark.
 
 Variables: `micro` (one of PROGRAMS), `op` (the micro-benchmark's
-operation), `size_kb` (lat_mem_rd, bw_mem, lat_ctx, lat_mmap, lat_pagefault;
-stream's per-array size), `stride` (lat_mem_rd), `nprocs` (lat_ctx's ring),
-`msg_bytes` (lat_tcp, lat_udp message; bw_pipe, bw_unix chunk),
-`interval_us` (lat_timer's requested sleep), `parallel` (children of the
-harness: scalable load), `repetitions` (intervals whose median is reported).
+operation), `size_kb` (lat_mem_rd, bw_mem, lat_ctx, lat_mmap, lat_pagefault,
+bw_file_rd, bw_mmap_rd; stream's per-array size), `stride` (lat_mem_rd),
+`nprocs` (lat_ctx's ring), `msg_bytes` (lat_tcp, lat_udp, lat_unix message;
+bw_pipe, bw_unix, bw_tcp chunk), `interval_us` (lat_timer's requested
+sleep), `nfds` (lat_select), `file` (lat_syscall's FILE), `parallel`
+(children of the harness: scalable load), `repetitions` (intervals whose
+median is reported), `warmup_us` (-W), `placement` (-A: the two ends of an
+IPC benchmark on the same CPU, different CPUs, or unpinned).
 Every run shares one calibration cache file in the build directory, so only
 the first run on a machine spends seconds choosing the timing interval.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
+from decimal import Decimal
 from pathlib import Path
 
 from perfsnake import ROOT
@@ -29,14 +33,14 @@ _LAT_OPS = tuple(f"{t}_{o}" for t in _INT_TYPES for o in ("xor", "add", "mul", "
 #: micro-benchmark -> its operations (the first is the default)
 OPS = {
     "lat_syscall": ("null", "read", "write", "stat", "fstat", "open"),
-    "lat_mem_rd": ("chase",),
+    "lat_mem_rd": ("sequential", "random"),
     "bw_mem": ("rd", "wr", "cp", "bzero"),
-    "lat_proc": ("fork", "exec", "shell"),
+    "lat_proc": ("fork", "exec", "shell", "fork_lmbench"),
     "lat_ctx": ("ring",),
     "lat_pipe": ("roundtrip",),
-    "lat_sig": ("install", "catch", "prot"),
-    "lat_mmap": ("map",),
-    "lat_pagefault": ("fault",),
+    "lat_sig": ("install", "catch", "prot", "catch_lmbench"),
+    "lat_mmap": ("map", "map_lmbench"),
+    "lat_pagefault": ("fault", "fault_lmbench"),
     "stream": ("copy", "scale", "add", "triad", "fill", "daxpy", "sum"),
     "bw_pipe": ("read",),
     "bw_unix": ("read",),
@@ -45,18 +49,37 @@ OPS = {
     "lat_connect": ("connect",),
     "lat_timer": ("usleep", "nanosleep", "select"),
     "lat_ops": _LAT_OPS,
+    "lat_unix": ("roundtrip",),
+    "lat_fifo": ("roundtrip",),
+    "lat_select": ("file", "tcp"),
+    "lat_sem": ("roundtrip",),
+    "bw_tcp": ("read",),
+    "bw_file_rd": ("io_only", "open2close"),
+    "bw_mmap_rd": ("mmap_only", "open2close"),
+    "mhz": ("cycle",),
 }
 PROGRAMS = tuple(OPS)
-#: size_kb when a campaign does not set it (stream's arrays must outgrow the caches)
-SIZE_KB_DEFAULT = {"stream": 32768}
-#: not scalable in lmbench3 (lat_connect: TIME_WAIT exhaustion; lat_ops: a CPU constant)
-UNSCALABLE = ("lat_connect", "lat_ops")
+#: size_kb when a campaign does not set it (stream's arrays must outgrow the
+#: caches; lat_ctx's working set is lmbench's 0: a bare switch)
+SIZE_KB_DEFAULT = {"stream": 32768, "lat_ctx": 0}
+#: programs with a size operand: their runs record the size used (effective_size_kb)
+SIZED = ("lat_mem_rd", "bw_mem", "lat_ctx", "lat_mmap", "lat_pagefault", "stream", "bw_file_rd", "bw_mmap_rd")
+#: not scalable in lmbench3 (lat_connect: TIME_WAIT exhaustion; lat_ops, mhz: CPU constants)
+UNSCALABLE = ("lat_connect", "lat_ops", "mhz")
+#: programs with two communicating ends, which `placement` pins (-A)
+IPC = ("lat_pipe", "lat_ctx", "lat_tcp", "lat_udp", "lat_connect", "bw_pipe", "bw_unix", "lat_unix", "lat_fifo", "lat_sem", "bw_tcp")
+PLACEMENTS = ("unpinned", "same", "different")
 #: smallest size_kb and largest msg_bytes each program accepts
-MIN_SIZE_KB = {"bw_mem": 4, "lat_pagefault": 64}
-MAX_MSG_BYTES = {"lat_udp": 65507, "lat_tcp": 16 << 20, "bw_pipe": 64 << 20, "bw_unix": 64 << 20}
+MIN_SIZE_KB = {"bw_mem": 4, "lat_pagefault": 64, "lat_ctx": 0}
+MAX_MSG_BYTES = {"lat_udp": 65507, "lat_tcp": 16 << 20, "lat_unix": 16 << 20, "bw_pipe": 64 << 20, "bw_unix": 64 << 20, "bw_tcp": 64 << 20}
 #: secondary result lines "<primary>.<suffix>" -> metric
-_SECONDARY = {"min": "latency_min_ns", "actual": "actual_ns", "per_fault": "per_fault_ns"}
-_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s)$", re.M)
+_SECONDARY = {"min": "latency_min_ns", "actual": "actual_ns", "per_fault": "per_fault_ns", "mhz": "mhz"}
+_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz)$", re.M)
+#: the harness's note after each result group: how its intervals went
+_NOTE = re.compile(r"^# benchmp (.*)$", re.M)
+#: note field -> metric (the run's metadata in result.json and the CSV)
+NOTE_FIELDS = {"interval_us": "interval_us", "calibration": "calibration", "out_of_window": "intervals_out_of_window",
+               "resized": "intervals_resized", "discarded": "intervals_discarded"}  # fmt: skip
 CALIBRATION_FILE = "calibration.tsv"
 
 
@@ -67,8 +90,9 @@ def _positive(value: object) -> bool:
 class LmbenchBenchmark(Benchmark):
     name = "lmbench"
     build_defaults = {"lmbench_cflags": "-O2"}
-    run_defaults = {"micro": "lat_syscall", "stride": 64, "nprocs": 2, "interval_us": 1000, "parallel": 1, "repetitions": 11}
-    metrics = ("latency_ns", "latency_min_ns", "bandwidth_mb_s", "bandwidth_max_mb_s", "actual_ns", "per_fault_ns")
+    run_defaults = {"micro": "lat_syscall", "stride": 64, "nprocs": 2, "interval_us": 1000, "nfds": 200, "parallel": 1, "repetitions": 11,
+                    "warmup_us": 0, "placement": "unpinned"}  # fmt: skip
+    metrics = ("latency_ns", "latency_min_ns", "bandwidth_mb_s", "bandwidth_max_mb_s", "actual_ns", "per_fault_ns", "mhz")
 
     def source_files(self) -> list[Path]:
         return sorted(SRC.glob("*.[ch]"))
@@ -83,9 +107,12 @@ class LmbenchBenchmark(Benchmark):
             op = p.get("op", ops[0])
             if len(ops) > 1 and op not in ops:
                 raise self.fail("variables.op", f"{value_text(op)!r} is not an operation of {micro} (choose from {', '.join(ops)})")
-            for var in ("size_kb", "stride", "nprocs", "parallel", "repetitions", "interval_us", "msg_bytes"):
+            for var in ("stride", "nprocs", "parallel", "repetitions", "interval_us", "msg_bytes", "nfds"):
                 if var in p and not _positive(p[var]):
                     raise self.fail(f"variables.{var}", f"{value_text(p[var])!r} is not a positive integer")
+            self._check_options(micro, p)
+            if "size_kb" in p and not (_positive(p["size_kb"]) or (micro == "lat_ctx" and p["size_kb"] == 0 and not isinstance(p["size_kb"], bool))):
+                raise self.fail("variables.size_kb", f"{value_text(p['size_kb'])!r} is not a positive integer" + (" (or 0)" if micro == "lat_ctx" else ""))
             if micro in UNSCALABLE and p["parallel"] != 1:
                 raise self.fail("variables.parallel", f"{micro} is not a scalable benchmark (as in lmbench3): parallel must be 1, not {value_text(p['parallel'])}")
             size = p.get("size_kb", SIZE_KB_DEFAULT.get(micro, 1024))
@@ -95,6 +122,21 @@ class LmbenchBenchmark(Benchmark):
                 raise self.fail("variables.msg_bytes", f"{micro} takes msg_bytes up to {MAX_MSG_BYTES[micro]}, not {value_text(p['msg_bytes'])}")
             if p["interval_us"] > 10_000_000:  # type: ignore[operator]
                 raise self.fail("variables.interval_us", f"{value_text(p['interval_us'])} is above lat_timer's limit of 10000000 us")
+
+    def _check_options(self, micro: str, p: Mapping[str, object]) -> None:
+        """warmup_us, placement, nfds and file: the harness options and the
+        operands that only some programs take."""
+        warmup = p["warmup_us"]
+        if not (isinstance(warmup, int) and not isinstance(warmup, bool) and warmup >= 0):
+            raise self.fail("variables.warmup_us", f"{value_text(warmup)!r} is not a non-negative integer")
+        if p["placement"] not in PLACEMENTS:
+            raise self.fail("variables.placement", f"{value_text(p['placement'])!r} is not a placement (choose from {', '.join(PLACEMENTS)})")
+        if p["placement"] != "unpinned" and micro not in IPC:
+            raise self.fail("variables.placement", f"{micro} has no two ends to place (placement is for {', '.join(IPC)})")
+        if p["nfds"] > 1000:  # type: ignore[operator]
+            raise self.fail("variables.nfds", f"lat_select takes nfds up to 1000, not {value_text(p['nfds'])}")
+        if "file" in p and (not isinstance(p["file"], str) or not p["file"].startswith("/")):
+            raise self.fail("variables.file", f"{value_text(p['file'])!r} is not an absolute path")
 
     def build_script(self, ctx: BuildContext) -> str:
         flags = shlex.split(value_text(ctx.params["lmbench_cflags"]))
@@ -113,13 +155,18 @@ class LmbenchBenchmark(Benchmark):
         msg = [value_text(p["msg_bytes"])] if "msg_bytes" in p else []
         argv = [str(ctx.build_dir / micro), "-P", value_text(p["parallel"]), "-N", value_text(p["repetitions"]),
                 "-C", str(ctx.build_dir / CALIBRATION_FILE)]  # fmt: skip
+        if p["warmup_us"]:
+            argv += ["-W", value_text(p["warmup_us"])]
+        if micro in IPC and p["placement"] != "unpinned":
+            argv += ["-A", value_text(p["placement"])]
         operands: dict[str, list[str]] = {
-            "lat_mem_rd": [size, value_text(p["stride"])],
+            "lat_syscall": [op, *([value_text(p["file"])] if "file" in p else [])],
+            "lat_mem_rd": [size, value_text(p["stride"]), op],
             "bw_mem": [size, op],
             "lat_ctx": [size, value_text(p["nprocs"])],
             "lat_pipe": [],
-            "lat_mmap": [size],
-            "lat_pagefault": [size],
+            "lat_mmap": [size, op],
+            "lat_pagefault": [size, op],
             "stream": [op, size],
             "bw_pipe": msg,
             "bw_unix": msg,
@@ -127,6 +174,14 @@ class LmbenchBenchmark(Benchmark):
             "lat_udp": msg,
             "lat_connect": [],
             "lat_timer": [op, value_text(p["interval_us"])],
+            "lat_unix": msg,
+            "lat_fifo": [],
+            "lat_select": [op, value_text(p["nfds"])],
+            "lat_sem": [],
+            "bw_tcp": msg,
+            "bw_file_rd": [size, op],
+            "bw_mmap_rd": [size, op],
+            "mhz": [],
         }
         return [*argv, *operands.get(micro, [op])]
 
@@ -135,7 +190,7 @@ class LmbenchBenchmark(Benchmark):
         named after it with a suffix are the minimum (`.min`), best bandwidth
         (`.max`) and program-specific figures (`.actual`, `.per_fault`)."""
         out: dict[str, object] = dict.fromkeys(self.metrics)
-        lines = [(m.group(1), float(m.group(2)), m.group(3)) for m in _LINE.finditer(stdout)]
+        lines = [(m.group(1), Decimal(m.group(2)), m.group(3)) for m in _LINE.finditer(stdout)]
         if not lines:
             return out
         primary = lines[0][0]
@@ -146,5 +201,21 @@ class LmbenchBenchmark(Benchmark):
                 key = "latency_ns" if name == primary else _SECONDARY.get(name.removeprefix(f"{primary}.")) if name.startswith(f"{primary}.") else None
                 value = value * 1000 if unit == "us" else value
             if key and out[key] is None:
-                out[key] = value
+                # Decimal arithmetic, then one rounding: the CSV holds the
+                # printed value (2.5094 us -> 2509.4 ns, not 2509.3999999999996).
+                out[key] = float(value)
+        out.update(self._note(stdout))
+        if params.get("micro") in SIZED:
+            out["effective_size_kb"] = int(params.get("size_kb", SIZE_KB_DEFAULT.get(str(params["micro"]), 1024)))  # type: ignore[call-overload]
         return out
+
+    @staticmethod
+    def _note(stdout: str) -> dict[str, object]:
+        """The first harness note's fields: the interval, where it came from
+        (fixed, cache, calibrated, or fallback when calibration could not
+        settle) and the intervals outside lmbench3's [0.99, 1.2] window."""
+        match = _NOTE.search(stdout)
+        if not match:
+            return {}
+        fields = dict(item.split("=", 1) for item in match.group(1).split() if "=" in item)
+        return {metric: (fields[key] if key == "calibration" else int(fields[key])) for key, metric in NOTE_FIELDS.items() if key in fields}

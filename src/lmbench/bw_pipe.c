@@ -53,6 +53,7 @@ static void start(iter_t n, void *cookie)
 	if (s->pid < 0)
 		abort();
 	if (s->pid == 0) {
+		place_end(1);
 		close(fds[0]);
 		signal(SIGPIPE, SIG_DFL); /* reader gone: die quietly */
 		/* Stops when the reader closes (EPIPE / SIGPIPE) or dies. */
@@ -62,6 +63,7 @@ static void start(iter_t n, void *cookie)
 	}
 	close(fds[1]);
 	s->fd = fds[0];
+	place_end(0);
 }
 
 static void stop(iter_t n, void *cookie)

@@ -6,24 +6,37 @@
  */
 #define _GNU_SOURCE
 #include "bench.h"
+#include "harness_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_CHILDREN 256
 #define MAX_REPS 1000
+#define CALIBRATION_METHOD 2 /* in the cache key: a new method never reads old answers */
 
-static uint64_t result_time, result_min, result_n;
+/* The reported intervals: the median one (by time per iteration) and the
+ * shortest per iteration, each with its own iteration count, since
+ * re-sizing may give intervals different counts. */
+static uint64_t result_time, result_min, result_n, result_min_n;
 static int result_parallel = 1;
+static struct interval_stats result_stats;
+static uint64_t result_target_us;
 static const char *calibration_file;
+static const char *calibration_source = "none";
+static int recalibrate;
+static int placement = PLACE_UNPINNED;
+static int child_index; /* which harness child this process is (0 when single) */
 static volatile sig_atomic_t child_died;
 
 uint64_t now_ns(void)
@@ -49,20 +62,87 @@ uint64_t get_n(void)
 	return result_n;
 }
 
-static int cmp_u64(const void *a, const void *b)
+uint64_t get_n_min(void)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
+	return result_min_n;
 }
 
-static uint64_t median(uint64_t *v, int n)
+struct pair {
+	uint64_t t;
+	iter_t n;
+};
+
+/* By time per iteration, without division: t1/n1 < t2/n2. */
+static int cmp_pair(const void *a, const void *b)
 {
-	qsort(v, (size_t)n, sizeof(*v), cmp_u64);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	const struct pair *x = a, *y = b;
+	long double l = (long double)x->t * (long double)y->n, r = (long double)y->t * (long double)x->n;
+
+	return l < r ? -1 : l > r;
+}
+
+/* The median and the shortest (per iteration) of the kept intervals. */
+static void set_results(uint64_t *times, iter_t *ns, int count)
+{
+	struct pair *p = malloc(sizeof(*p) * (size_t)count);
+
+	if (!p)
+		abort();
+	for (int i = 0; i < count; i++)
+		p[i] = (struct pair){ times[i], ns[i] };
+	qsort(p, (size_t)count, sizeof(*p), cmp_pair);
+	result_time = p[count / 2].t; /* an odd count has a middle one; else the upper middle */
+	result_n = p[count / 2].n;
+	result_min = p[0].t;
+	result_min_n = p[0].n;
+	free(p);
 }
 
 /* ---- interval sizing --------------------------------------------------------- */
+
+int interval_rule(uint64_t t_ns, uint64_t target_ns, iter_t *n)
+{
+	double t = (double)t_ns, target = (double)target_ns;
+	int flags = 0;
+	iter_t old = *n;
+
+	if (t > 0.95 * target)
+		flags |= IV_KEEP;
+	if (t < 0.99 * target || t > 1.2 * target) {
+		flags |= IV_OUT;
+		if (t > 150000.0) /* a measurable rate: aim at 1.1 x the target */
+			*n = (iter_t)((double)old / t * 1.1 * target + 1);
+		else if (old < (1ull << 40))
+			*n = old << 3;
+		if (*n != old)
+			flags |= IV_RESIZED;
+	}
+	return flags;
+}
+
+void collect_intervals(measure_f measure, void *ctx, iter_t n, uint64_t target_ns, int reps, uint64_t *times,
+		       iter_t *ns, struct interval_stats *st)
+{
+	int limit = 3 * reps + 10;
+
+	while (st->kept < reps) {
+		iter_t used = n;
+		uint64_t t = measure(used, ctx);
+		int flags = interval_rule(t, target_ns, &n);
+
+		st->attempts++;
+		st->out_of_window += !!(flags & IV_OUT);
+		st->resized += !!(flags & IV_RESIZED);
+		/* A benchmark whose intervals never reach 0.95 x the target
+		 * (e.g. iterations capped) must still end: keep the rest. */
+		if ((flags & IV_KEEP) || st->attempts > limit) {
+			times[st->kept] = t;
+			ns[st->kept] = used;
+			st->kept++;
+		} else
+			st->discarded++;
+	}
+}
 
 /* The paper's calibration load: a single-pointer circular chain. */
 static void chase(iter_t n, void *cookie)
@@ -100,18 +180,113 @@ static iter_t size_for(benchmp_f f, void *cookie, uint64_t us)
 	return n;
 }
 
+/* ---- calibration --------------------------------------------------------------- */
+
+int delta_test(const uint64_t (*t)[4], int rounds, const double deltas[3], double *worst)
+{
+	uint64_t best[4];
+	double err;
+	int pass = 1;
+
+	*worst = 0;
+	if (rounds < 1)
+		return 0;
+	for (int d = 0; d < 4; d++) {
+		best[d] = t[0][d];
+		for (int r = 1; r < rounds; r++)
+			if (t[r][d] < best[d])
+				best[d] = t[r][d];
+	}
+	for (int d = 0; d < 3; d++) {
+		err = best[0] ? (double)best[d + 1] / (double)best[0] - deltas[d] : 1e300;
+		if (err < 0)
+			err = -err;
+		if (!(err <= DELTA_TOLERANCE)) /* also fails a NaN */
+			pass = 0;
+		if (!(err <= *worst))
+			*worst = err;
+	}
+	return pass;
+}
+
+int choose_candidate(const int *pass, int ncandidates)
+{
+	for (int c = 0; c < ncandidates; c++)
+		if (pass[c])
+			return c;
+	return -1;
+}
+
+static const uint64_t candidates[] = { 5000, 10000, 50000, 100000 };
+#define NCANDIDATES ((int)(sizeof(candidates) / sizeof(candidates[0])))
+
+/* One delta test of `n` chase iterations: TRIES rounds of N and the three
+ * deltas back to back, after one untimed warm-up round. */
+static int delta_trial(void *cell, iter_t n, double *worst)
+{
+	static const double deltas[] = { 1.015, 1.02, 1.035 };
+	uint64_t t[TRIES][4];
+
+	for (int d = 0; d < 4; d++)
+		time_once(chase, d ? (iter_t)(deltas[d - 1] * (double)n) : n, cell);
+	for (int r = 0; r < TRIES; r++)
+		for (int d = 0; d < 4; d++)
+			t[r][d] = time_once(chase, d ? (iter_t)(deltas[d - 1] * (double)n) : n, cell);
+	return delta_test((const uint64_t(*)[4])t, TRIES, deltas, worst);
+}
+
+/* Each candidate's worst delta error in its last trial (for the fallback line). */
+static double calibration_worst[NCANDIDATES];
+
+/* The shortest candidate whose test passes twice in a row (one pass can be
+ * luck on a noisy machine; two make the choice repeatable). *settled is 0
+ * when none did, and the answer is then the longest candidate. */
+static uint64_t calibrate(int *settled)
+{
+	int pass[NCANDIDATES] = { 0 }, chosen;
+	void *cell;
+
+	cell = &cell;
+	for (int c = 0; c < NCANDIDATES; c++) {
+		iter_t n = size_for(chase, &cell, candidates[c]);
+
+		pass[c] = delta_trial(&cell, n, &calibration_worst[c]) && delta_trial(&cell, n, &calibration_worst[c]);
+		if (pass[c])
+			break;
+	}
+	chosen = choose_candidate(pass, NCANDIDATES);
+	*settled = chosen >= 0;
+	return candidates[chosen >= 0 ? chosen : NCANDIDATES - 1];
+}
+
 /* ---- calibration cache --------------------------------------------------------- */
 
-/* The interval depends on the clock and the machine, not on the benchmark,
- * so one calibration (several seconds) serves every later run here. */
+static void read_line_of(const char *path, char *out, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f || !fgets(out, (int)len, f))
+		snprintf(out, len, "unknown");
+	out[strcspn(out, "\n")] = 0;
+	if (f)
+		fclose(f);
+}
+
+/* Everything that changes the answer: the machine (host, CPU model, CPUs
+ * online), the clock (its resolution and the kernel's clocksource), the
+ * kernel, and the calibration method itself. */
 static void calibration_key(char *key, size_t len)
 {
-	char host[256] = "unknown", model[256] = "unknown", line[512];
+	char host[256] = "unknown", model[256] = "unknown", source[64], line[512];
 	struct timespec res = { 0, 0 };
+	struct utsname u;
 	FILE *f;
 
 	gethostname(host, sizeof(host) - 1);
 	clock_getres(CLOCK_MONOTONIC, &res);
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "unknown");
+	read_line_of("/sys/devices/system/clocksource/clocksource0/current_clocksource", source, sizeof(source));
 	f = fopen("/proc/cpuinfo", "r");
 	while (f && fgets(line, sizeof(line), f)) {
 		char *colon = strchr(line, ':');
@@ -126,8 +301,9 @@ static void calibration_key(char *key, size_t len)
 	for (char *c = model; *c; c++) /* the key holds no tab: it ends at one */
 		if (*c == '\t')
 			*c = ' ';
-	snprintf(key, len, "host=%s cpu=%s clock_res_ns=%ld", host, model,
-		 (long)res.tv_sec * 1000000000L + res.tv_nsec);
+	snprintf(key, len, "host=%s cpu=%s cpus=%ld kernel=%s clocksource=%s clock_res_ns=%ld method=%d", host,
+		 model, sysconf(_SC_NPROCESSORS_ONLN), u.release, source,
+		 (long)res.tv_sec * 1000000000L + res.tv_nsec, CALIBRATION_METHOD);
 }
 
 /* LMBENCH_CALIBRATION, set by a user, wins over -C, a wrapper's default. */
@@ -140,8 +316,9 @@ static const char *cache_path(void)
 	return calibration_file && *calibration_file ? calibration_file : NULL;
 }
 
-/* "<key>\t<interval_us>" lines; 0 when this machine has none. */
-static uint64_t cache_lookup(const char *path, const char *key)
+/* "<key>\t<interval_us>\t<settled|fallback>" lines; 0 when this machine
+ * has none. *settled from the third field. */
+static uint64_t cache_lookup(const char *path, const char *key, int *settled)
 {
 	char line[1024];
 	size_t klen = strlen(key);
@@ -149,8 +326,11 @@ static uint64_t cache_lookup(const char *path, const char *key)
 	FILE *f = fopen(path, "r");
 
 	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, klen) && line[klen] == '\t')
-			found = strtoull(line + klen + 1, NULL, 10);
+		if (!strncmp(line, key, klen) && line[klen] == '\t') {
+			char *end;
+			found = strtoull(line + klen + 1, &end, 10);
+			*settled = strncmp(end, "\tfallback", 9) != 0;
+		}
 	if (f)
 		fclose(f);
 	return found;
@@ -158,7 +338,7 @@ static uint64_t cache_lookup(const char *path, const char *key)
 
 /* Rewrite the file with our line replaced, through a temporary file and
  * rename() so concurrent runs never see a half-written cache. */
-static void cache_store(const char *path, const char *key, uint64_t us)
+static void cache_store(const char *path, const char *key, uint64_t us, int settled)
 {
 	char tmp[4096], line[1024];
 	size_t klen = strlen(key);
@@ -176,86 +356,137 @@ static void cache_store(const char *path, const char *key, uint64_t us)
 			fputs(line, out);
 	if (in)
 		fclose(in);
-	fprintf(out, "%s\t%llu\n", key, (unsigned long long)us);
+	fprintf(out, "%s\t%llu\t%s\n", key, (unsigned long long)us, settled ? "settled" : "fallback");
 	if (fclose(out) || rename(tmp, path)) {
 		fprintf(stderr, "benchmp: cannot write calibration cache %s: %s\n", path, strerror(errno));
 		unlink(tmp);
 	}
 }
 
-static uint64_t calibrate(void);
+/* The one stderr line of a fallback, with each candidate's worst error
+ * when this process calibrated (not when the fallback came from the cache). */
+static void say_fallback(uint64_t us, int measured)
+{
+	char worst[256] = "";
+	size_t used = 0;
+
+	for (int c = 0; measured && c < NCANDIDATES && used < sizeof(worst); c++)
+		used += (size_t)snprintf(worst + used, sizeof(worst) - used, "%s%llu us %.2f %%", c ? ", " : "; worst errors: ",
+					 (unsigned long long)candidates[c], calibration_worst[c] * 100);
+	fprintf(stderr,
+		"benchmp: calibration could not settle (no candidate interval passed the delta test, +-%.2f %%, twice "
+		"in a row): falling back to %llu us%s\n",
+		DELTA_TOLERANCE * 100, (unsigned long long)us, worst);
+}
 
 uint64_t timing_interval_us(void)
 {
 	static uint64_t chosen;
-	const char *env = getenv("LMBENCH_ENOUGH_US");
+	const char *env = getenv("LMBENCH_ENOUGH_US"), *re = getenv("LMBENCH_RECALIBRATE");
 	const char *path = cache_path();
-	char key[768];
+	char key[1024];
+	int settled = 1;
 
 	if (chosen)
 		return chosen;
-	if (env && atol(env) > 0)
+	if (env && atol(env) > 0) {
+		calibration_source = "fixed";
 		return chosen = (uint64_t)atol(env);
-	if (!path)
-		return chosen = calibrate();
-	calibration_key(key, sizeof(key));
-	chosen = cache_lookup(path, key);
+	}
+	if (re && *re && strcmp(re, "0"))
+		recalibrate = 1;
+	if (path) {
+		calibration_key(key, sizeof(key));
+		chosen = recalibrate ? 0 : cache_lookup(path, key, &settled);
+	}
 	if (chosen) {
+		calibration_source = settled ? "cache" : "fallback";
+		if (!settled)
+			say_fallback(chosen, 0);
 		fprintf(stderr, "benchmp: timing interval %llu us from calibration cache %s\n",
 			(unsigned long long)chosen, path);
 		return chosen;
 	}
-	chosen = calibrate();
-	cache_store(path, key, chosen);
-	fprintf(stderr, "benchmp: calibrated timing interval %llu us, saved to %s\n", (unsigned long long)chosen,
-		path);
+	chosen = calibrate(&settled);
+	calibration_source = settled ? "calibrated" : "fallback";
+	if (!settled)
+		say_fallback(chosen, 1);
+	if (path) {
+		cache_store(path, key, chosen, settled);
+		fprintf(stderr, "benchmp: calibrated timing interval %llu us, saved to %s\n",
+			(unsigned long long)chosen, path);
+	}
 	return chosen;
 }
 
-/* The delta method: the shortest candidate interval whose median time
- * scales linearly (within 0.25 %) when the work grows by 1.5-3.5 %. */
-static uint64_t calibrate(void)
+/* ---- placement of the two ends of an IPC benchmark ------------------------------- */
+
+/* The CPUs this process may use, in order, as they were before the first
+ * pinning (kept across fork: a harness child forked after its parent
+ * pinned itself for the sizing run still places over all of them). */
+static int allowed_cpus(int *cpus, int max)
 {
-	static const uint64_t candidates[] = { 5000, 10000, 50000, 100000 };
-	static const double deltas[] = { 1.015, 1.02, 1.035 };
-	void *cell;
+	static int known = -1, list[CPU_SETSIZE];
+	cpu_set_t set;
 
-	cell = &cell;
-	for (size_t c = 0; c < sizeof(candidates) / sizeof(candidates[0]); c++) {
-		iter_t n = size_for(chase, &cell, candidates[c]);
-		uint64_t base[TRIES], t_n;
-		int ok = 1;
-
-		for (int i = 0; i < TRIES; i++)
-			base[i] = time_once(chase, n, &cell);
-		t_n = median(base, TRIES);
-		for (size_t d = 0; d < 3 && ok; d++) {
-			uint64_t v[TRIES];
-			for (int i = 0; i < TRIES; i++)
-				v[i] = time_once(chase, (iter_t)(deltas[d] * (double)n), &cell);
-			double err = ((double)median(v, TRIES) - deltas[d] * (double)t_n) / (double)t_n;
-			if (err < -0.0025 || err > 0.0025)
-				ok = 0;
-		}
-		if (ok)
-			return candidates[c];
+	if (known < 0) {
+		known = 0;
+		if (!sched_getaffinity(0, sizeof(set), &set))
+			for (int c = 0; c < CPU_SETSIZE; c++)
+				if (CPU_ISSET(c, &set))
+					list[known++] = c;
 	}
-	return candidates[sizeof(candidates) / sizeof(candidates[0]) - 1];
+	for (int i = 0; i < known && i < max; i++)
+		cpus[i] = list[i];
+	return known < max ? known : max;
+}
+
+int place_end(int end)
+{
+	int cpus[CPU_SETSIZE], count, cpu;
+	cpu_set_t set;
+
+	if (placement == PLACE_UNPINNED)
+		return 0;
+	count = allowed_cpus(cpus, CPU_SETSIZE);
+	if (count < (placement == PLACE_DIFFERENT ? 2 : 1)) {
+		fprintf(stderr, "benchmp: placement needs %s CPU(s), %d allowed\n",
+			placement == PLACE_DIFFERENT ? "2" : "1", count);
+		exit(1);
+	}
+	/* Harness child c uses CPUs 2c and 2c+1 (mod the allowed ones) for
+	 * its two ends, so pairs spread over the machine. */
+	cpu = cpus[(2 * child_index + (placement == PLACE_DIFFERENT ? end : 0)) % count];
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set)) {
+		perror("benchmp: sched_setaffinity");
+		exit(1);
+	}
+	fprintf(stderr, "benchmp: placement %s: end %d of pair %d on CPU %d\n",
+		placement == PLACE_SAME ? "same" : "different", end, child_index, cpu);
+	return cpu;
 }
 
 /* ---- one process ------------------------------------------------------------------ */
 
-/* `reps` timing intervals of n iterations, each between initialize(n) and cleanup(n). */
-static void timed_reps(benchmp_f init, benchmp_f bench, benchmp_f cleanup, iter_t n, int reps, void *cookie,
-		       uint64_t *times)
+struct one {
+	benchmp_f init, bench, cleanup;
+	void *cookie;
+};
+
+/* One timing interval of n iterations, between initialize(n) and cleanup(n). */
+static uint64_t measure_one(iter_t n, void *ctx)
 {
-	for (int r = 0; r < reps; r++) {
-		if (init)
-			init(n, cookie);
-		times[r] = time_once(bench, n, cookie);
-		if (cleanup)
-			cleanup(n, cookie);
-	}
+	struct one *o = ctx;
+	uint64_t t;
+
+	if (o->init)
+		o->init(n, o->cookie);
+	t = time_once(o->bench, n, o->cookie);
+	if (o->cleanup)
+		o->cleanup(n, o->cookie);
+	return t;
 }
 
 static void spin_for(benchmp_f f, void *cookie, iter_t n, uint64_t us)
@@ -270,19 +501,21 @@ static int run_single(benchmp_f init, benchmp_f bench, benchmp_f cleanup, uint64
 		      int warmup_us, int reps, void *cookie)
 {
 	uint64_t times[MAX_REPS];
-	iter_t n;
+	iter_t ns[MAX_REPS], n;
+	struct one o = { init, bench, cleanup, cookie };
 
 	if (init)
 		init(0, cookie);
-	n = size_for(bench, cookie, interval_us);
+	/* Aim where the re-size rule aims, 1.1 x the interval, so the first
+	 * intervals already fall inside its window. */
+	n = size_for(bench, cookie, interval_us * 11 / 10);
 	if (warmup_us > 0)
 		spin_for(bench, cookie, n / 16 + 1, (uint64_t)warmup_us);
-	timed_reps(init, bench, cleanup, n, reps, cookie, times);
+	memset(&result_stats, 0, sizeof(result_stats));
+	collect_intervals(measure_one, &o, n, interval_us * 1000, reps, times, ns, &result_stats);
 	if (cleanup)
 		cleanup(0, cookie);
-	result_time = median(times, reps);
-	result_min = times[0]; /* median() sorted them */
-	result_n = n;
+	set_results(times, ns, reps);
 	return 0;
 }
 
@@ -348,6 +581,7 @@ static void child(int sig[NPIPES][2], int resp[2], benchmp_f init, benchmp_f ben
 		  iter_t n, int reps, void *cookie)
 {
 	uint64_t times[MAX_REPS];
+	struct one o = { init, bench, cleanup, cookie };
 
 	for (int i = 0; i < NPIPES; i++) {
 		close(sig[i][1]);
@@ -361,7 +595,11 @@ static void child(int sig[NPIPES][2], int resp[2], benchmp_f init, benchmp_f ben
 		_exit(3);
 	while (!take_byte(sig[START][0])) /* run while polling for go */
 		bench(n / 64 + 1, cookie);
-	timed_reps(init, bench, cleanup, n, reps, cookie, times);
+	/* Every interval is kept when parallel (as in lmbench3): re-sizing one
+	 * child would desynchronise the load; the parent counts the intervals
+	 * outside the window instead. */
+	for (int r = 0; r < reps; r++)
+		times[r] = measure_one(n, &o);
 	if (write_all(resp[1], "d", 1))
 		_exit(3);
 	while (!take_byte(sig[RESULTS][0])) /* keep the load on for the others */
@@ -382,6 +620,7 @@ static int run_parallel(benchmp_f init, benchmp_f bench, benchmp_f cleanup, uint
 	int sig[NPIPES][2], resp[2], status, failed = 0;
 	pid_t pids[MAX_CHILDREN];
 	uint64_t *all;
+	iter_t *ns;
 	char bytes[MAX_CHILDREN];
 	struct sigaction sa, old;
 	iter_t n;
@@ -389,7 +628,7 @@ static int run_parallel(benchmp_f init, benchmp_f bench, benchmp_f cleanup, uint
 	/* Baseline in one process, then size intervals to span time slices. */
 	if (init)
 		init(0, cookie);
-	n = size_for(bench, cookie, interval_us);
+	n = size_for(bench, cookie, interval_us * 11 / 10);
 	if (cleanup)
 		cleanup(0, cookie);
 
@@ -402,20 +641,24 @@ static int run_parallel(benchmp_f init, benchmp_f bench, benchmp_f cleanup, uint
 	sa.sa_handler = on_sigchld;
 	sigaction(SIGCHLD, &sa, &old);
 	child_died = 0;
+	fflush(NULL); /* nothing buffered is written twice by the children */
 	for (int c = 0; c < parallel; c++) {
 		pids[c] = fork();
 		if (pids[c] < 0) {
 			perror("fork");
 			return -1;
 		}
-		if (pids[c] == 0)
+		if (pids[c] == 0) {
+			child_index = c;
 			child(sig, resp, init, bench, cleanup, n, reps, cookie);
+		}
 	}
 	for (int i = 0; i < NPIPES; i++)
 		close(sig[i][0]);
 	close(resp[1]);
 	memset(bytes, 'x', sizeof(bytes));
 	all = calloc((size_t)parallel * (size_t)reps, sizeof(*all));
+	ns = calloc((size_t)parallel * (size_t)reps, sizeof(*ns));
 
 	if (read_all(resp[0], bytes, (size_t)parallel)) { /* P ready signals */
 		failed = 1;
@@ -455,11 +698,17 @@ out:
 		close(sig[i][1]);
 	close(resp[0]);
 	if (!failed) {
-		result_time = median(all, parallel * reps);
-		result_min = all[0];
-		result_n = n;
+		memset(&result_stats, 0, sizeof(result_stats));
+		for (int i = 0; i < parallel * reps; i++) {
+			iter_t probe = n;
+			ns[i] = n;
+			result_stats.out_of_window += !!(interval_rule(all[i], interval_us * 1000, &probe) & IV_OUT);
+		}
+		result_stats.attempts = result_stats.kept = parallel * reps;
+		set_results(all, ns, parallel * reps);
 	}
 	free(all);
+	free(ns);
 	return failed ? -1 : 0;
 }
 
@@ -480,12 +729,15 @@ int benchmp(benchmp_f initialize, benchmp_f benchmark, benchmp_f cleanup, int en
 	result_parallel = parallel;
 	if ((uint64_t)enough_us > interval)
 		interval = (uint64_t)enough_us;
-	if (parallel == 1)
+	if (parallel == 1) {
+		result_target_us = interval;
 		return run_single(initialize, benchmark, cleanup, interval, warmup_us, repetitions, cookie);
+	}
 	/* Intervals of about a second span many scheduler time slices. */
 	uint64_t par = par_env && atol(par_env) > 0 ? (uint64_t)atol(par_env) : 1000000;
 	if (par > interval)
 		interval = par;
+	result_target_us = interval;
 	return run_parallel(initialize, benchmark, cleanup, interval, parallel, warmup_us, repetitions, cookie);
 }
 
@@ -496,11 +748,22 @@ int harness_options(int argc, char **argv, int *parallel, int *warmup_us, int *r
 	return first >= 0 && first < argc ? first : -1;
 }
 
+static int parse_placement(const char *text)
+{
+	if (!strcmp(text, "unpinned"))
+		return PLACE_UNPINNED;
+	if (!strcmp(text, "same"))
+		return PLACE_SAME;
+	if (!strcmp(text, "different"))
+		return PLACE_DIFFERENT;
+	return -1;
+}
+
 int harness_flags(int argc, char **argv, int *parallel, int *warmup_us, int *repetitions)
 {
 	int opt;
 
-	while ((opt = getopt(argc, argv, "P:W:N:C:")) != -1) {
+	while ((opt = getopt(argc, argv, "P:W:N:C:RA:")) != -1) {
 		if (opt == 'P')
 			*parallel = atoi(optarg);
 		else if (opt == 'W')
@@ -509,6 +772,10 @@ int harness_flags(int argc, char **argv, int *parallel, int *warmup_us, int *rep
 			*repetitions = atoi(optarg);
 		else if (opt == 'C')
 			set_calibration_file(optarg);
+		else if (opt == 'R')
+			recalibrate = 1;
+		else if (opt == 'A' && parse_placement(optarg) >= 0)
+			placement = parse_placement(optarg);
 		else
 			return -1;
 	}
@@ -520,20 +787,73 @@ void set_calibration_file(const char *path)
 	calibration_file = path;
 }
 
+/* ---- output ---------------------------------------------------------------------------- */
+
+void format_value(char *buf, size_t len, double v)
+{
+	double a = v < 0 ? -v : v;
+	int decimals = 5, digits = 1, shifts = 0;
+
+	/* No libm: count digits by tens. 12.3 has 2 before the point (4
+	 * decimals); 0.0826 needs 2 shifts to reach 8.26 (1 + 6 decimals). */
+	if (a >= 1.0) {
+		for (double x = a; x >= 10.0 && digits < 400; x /= 10.0)
+			digits++;
+		decimals = 6 - digits;
+	} else if (a > 0) {
+		for (double x = a; x < 1.0 && shifts < 400; x *= 10.0)
+			shifts++;
+		decimals = shifts + 5;
+	}
+	if (decimals < 0)
+		decimals = 0;
+	if (decimals > 15)
+		decimals = 15;
+	snprintf(buf, len, "%.*f", decimals, v);
+}
+
+void result_line(const char *name, double value, const char *unit)
+{
+	char text[64];
+
+	format_value(text, sizeof(text), value);
+	printf("%s %s %s\n", name, text, unit);
+}
+
+/* How the intervals went: a comment line for the parser, after the results. */
+void harness_note(void)
+{
+	printf("# benchmp interval_us=%llu calibration=%s parallel=%d intervals=%d kept=%d discarded=%d "
+	       "out_of_window=%d resized=%d\n",
+	       (unsigned long long)result_target_us, calibration_source, result_parallel, result_stats.attempts,
+	       result_stats.kept, result_stats.discarded, result_stats.out_of_window, result_stats.resized);
+}
+
+/* Operations per iteration: callers pass get_n() x that. */
+static double per_iteration(uint64_t n)
+{
+	return (double)(n ? n : 1) / (double)(result_n ? result_n : 1);
+}
+
+static void latency(const char *name, uint64_t n, double unit_ns, const char *unit)
+{
+	double ops = per_iteration(n);
+	char min_name[256];
+
+	result_line(name, (double)result_time / ((double)result_n * ops) / unit_ns, unit);
+	snprintf(min_name, sizeof(min_name), "%s.min", name);
+	result_line(min_name, (double)result_min / ((double)result_min_n * ops) / unit_ns, unit);
+	harness_note();
+}
+
 void nano(const char *name, uint64_t n)
 {
-	double d = (double)(n ? n : 1);
-
-	printf("%s %.4f ns\n", name, (double)gettime() / d);
-	printf("%s.min %.4f ns\n", name, (double)gettime_min() / d);
+	latency(name, n, 1.0, "ns");
 }
 
 void micro(const char *name, uint64_t n)
 {
-	double d = (double)(n ? n : 1) * 1000.0;
-
-	printf("%s %.4f us\n", name, (double)gettime() / d);
-	printf("%s.min %.4f us\n", name, (double)gettime_min() / d);
+	latency(name, n, 1000.0, "us");
 }
 
 /* The median line is all processes together (bytes counts them all); the
@@ -541,8 +861,15 @@ void micro(const char *name, uint64_t n)
  * obtained by a single process while the system is under load" (Fig. 10). */
 void mb(const char *name, uint64_t bytes)
 {
-	double best = (double)(gettime_min() ? gettime_min() : 1) / 1e9;
+	double per_iter = per_iteration(bytes); /* bytes per iteration, all processes */
+	char max_name[256];
 
-	printf("%s %.2f MB/s\n", name, (double)bytes / 1e6 / ((double)gettime() / 1e9));
-	printf("%s.max %.2f MB/s\n", name, (double)bytes / (double)result_parallel / 1e6 / best);
+	result_line(name, per_iter * (double)result_n / 1e6 / ((double)(result_time ? result_time : 1) / 1e9),
+		    "MB/s");
+	snprintf(max_name, sizeof(max_name), "%s.max", name);
+	result_line(max_name,
+		    per_iter / result_parallel * (double)result_min_n / 1e6 /
+			    ((double)(result_min ? result_min : 1) / 1e9),
+		    "MB/s");
+	harness_note();
 }

@@ -51,6 +51,8 @@ static void ring_up(iter_t n, void *cookie)
 		if (r->pids[i] == 0) {
 			char c;
 			int in = r->pipes[i][0], out = r->pipes[(i + 1) % r->nprocs][1];
+
+			place_end(i % 2); /* "different": neighbours alternate CPUs */
 			for (;;) {
 				if (read(in, &c, 1) != 1)
 					_exit(0);
@@ -60,6 +62,7 @@ static void ring_up(iter_t n, void *cookie)
 			}
 		}
 	}
+	place_end(0);
 	r->up = 1;
 }
 

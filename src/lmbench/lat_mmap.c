@@ -4,9 +4,13 @@
  * (the paper's independent-files mode) and stays in the page cache, so this
  * is mapping, minor faults and teardown, not I/O.
  *
- * usage: lat_mmap [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] SIZE_KB [DIR]
+ * map_lmbench is lmbench's definition instead: a read-write shared mapping
+ * with one byte written every 16 KB over the first tenth of the file.
+ *
+ * usage: lat_mmap [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] SIZE_KB [map|map_lmbench] [DIR]
  * DIR holds the temporary file (default $TMPDIR or /tmp).
- * Prints "lat_mmap.<size>k <latency> us" per mmap+touch+munmap.
+ * Prints "lat_mmap.<size>k <latency> us" per mmap+touch+munmap
+ * ("lat_mmap.lmbench.<size>k" with map_lmbench).
  */
 #define _GNU_SOURCE
 #include "bench.h"
@@ -73,11 +77,27 @@ static void map_touch_unmap(iter_t n, void *cookie)
 	__asm__ __volatile__("" : : "r"(sum));
 }
 
+/* lmbench's: write a byte every 16 KB in the first tenth, then unmap. */
+static void map_lmbench(iter_t n, void *cookie)
+{
+	struct state *s = cookie;
+
+	while (n--) {
+		char *p = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+		if (p == MAP_FAILED)
+			abort();
+		for (size_t i = 0; i < s->size / 10 || i == 0; i += 16 << 10)
+			p[i] = (char)s->size;
+		munmap(p, s->size);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	int first, parallel = 1, warmup = 0, reps = TRIES;
 	struct state s = { 0 };
 	char name[64];
+	benchmp_f f = map_touch_unmap;
 
 	s.fd = -1;
 	s.pagesize = sysconf(_SC_PAGESIZE);
@@ -86,14 +106,20 @@ int main(int argc, char **argv)
 	if (first < 0 || atol(argv[first]) < 1)
 		goto usage;
 	s.size = (size_t)atol(argv[first]) * 1024;
+	if (first + 1 < argc && !strcmp(argv[first + 1], "map_lmbench"))
+		f = map_lmbench;
+	if (first + 1 < argc && (f == map_lmbench || !strcmp(argv[first + 1], "map")))
+		first++; /* the operation, then the optional DIR */
+	if (argc - first > 2)
+		goto usage;
 	if (first + 1 < argc)
 		s.dir = argv[first + 1];
-	if (benchmp(make_file, map_touch_unmap, drop_file, 0, parallel, warmup, reps, &s))
+	if (benchmp(make_file, f, drop_file, 0, parallel, warmup, reps, &s))
 		return 1;
-	snprintf(name, sizeof(name), "lat_mmap.%zuk", s.size / 1024);
+	snprintf(name, sizeof(name), "lat_mmap.%s%zuk", f == map_lmbench ? "lmbench." : "", s.size / 1024);
 	micro(name, get_n());
 	return 0;
 usage:
-	fprintf(stderr, "usage: lat_mmap [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] SIZE_KB(>=1) [dir]\n");
+	fprintf(stderr, "usage: lat_mmap [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] SIZE_KB(>=1) [map|map_lmbench] [dir]\n");
 	return 2;
 }

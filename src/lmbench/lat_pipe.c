@@ -35,6 +35,7 @@ static void start(iter_t n, void *cookie)
 	if (s->pid == 0) {
 		char c;
 
+		place_end(1);
 		close(s->to_child[1]);
 		close(s->to_parent[0]);
 		/* Exits on EOF, i.e. as soon as its parent closes or dies. */
@@ -44,6 +45,7 @@ static void start(iter_t n, void *cookie)
 	}
 	close(s->to_child[0]);
 	close(s->to_parent[1]);
+	place_end(0);
 }
 
 static void stop(iter_t n, void *cookie)

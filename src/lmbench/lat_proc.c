@@ -1,6 +1,8 @@
 /*
  * lat_proc: process creation latency (lmbench's lat_proc).
- *   fork  fork, the child exits at once, the parent waits
+ *   fork  fork, the child exits at once (_exit(0)), the parent waits
+ *   fork_lmbench  the same with lmbench's exit(1): stdio and atexit
+ *         handlers run in the child
  *   exec  fork + execve of a tiny program (this binary with "child")
  *   shell fork + /bin/sh -c of that program
  *
@@ -31,6 +33,8 @@ static void spawn(iter_t n, void *cookie)
 				execl(self, self, "child", (char *)NULL);
 			else if (!strcmp(op, "shell"))
 				execl("/bin/sh", "sh", "-c", self, (char *)NULL);
+			else if (!strcmp(op, "fork_lmbench"))
+				exit(1);
 			_exit(0);
 		}
 		waitpid(pid, NULL, 0);
@@ -46,8 +50,9 @@ int main(int argc, char **argv)
 	if (argc == 2 && !strcmp(argv[1], "child"))
 		return 0;
 	first = harness_options(argc, argv, &parallel, &warmup, &reps);
-	if (first < 0 || (strcmp(argv[first], "fork") && strcmp(argv[first], "exec") && strcmp(argv[first], "shell"))) {
-		fprintf(stderr, "usage: lat_proc [-P parallel] [-W warmup_us] [-N repetitions] fork|exec|shell\n");
+	if (first < 0 || (strcmp(argv[first], "fork") && strcmp(argv[first], "fork_lmbench") && strcmp(argv[first], "exec") &&
+			   strcmp(argv[first], "shell"))) {
+		fprintf(stderr, "usage: lat_proc [-P parallel] [-W warmup_us] [-N repetitions] fork|fork_lmbench|exec|shell\n");
 		return 2;
 	}
 	len = readlink("/proc/self/exe", self, sizeof(self) - 1);

@@ -3,6 +3,8 @@
  *   install  sigaction() of a handler for SIGUSR1
  *   catch    kill(getpid(), SIGUSR1) delivered to a handler (send + delivery
  *            + handler + sigreturn)
+ *   catch_lmbench  lmbench's figure: catch minus the cost of kill(getpid(), 0)
+ *            (sending without delivering), measured just before
  *   prot     a write to a read-only page: SIGSEGV to a handler that makes the
  *            page writable, the loop then protects it again, so this is the
  *            fault and its delivery plus two mprotect() calls
@@ -61,6 +63,15 @@ static void catch(iter_t n, void *cookie)
 		kill(me, SIGUSR1); /* delivered before kill() returns: it is unblocked */
 }
 
+static void send_only(iter_t n, void *cookie)
+{
+	pid_t me = getpid();
+
+	(void)cookie;
+	while (n--)
+		kill(me, 0); /* checks and "sends" signal 0: nothing is delivered */
+}
+
 static void prot(iter_t n, void *cookie)
 {
 	(void)cookie;
@@ -100,18 +111,25 @@ int main(int argc, char **argv)
 	int first, parallel = 1, warmup = 0, reps = TRIES;
 	benchmp_f f;
 	char name[64];
+	double send_med = -1, send_min = 0;
 
 	first = harness_options(argc, argv, &parallel, &warmup, &reps);
 	if (first < 0)
 		goto usage;
 	if (!strcmp(argv[first], "install"))
 		f = install;
-	else if (!strcmp(argv[first], "catch"))
+	else if (!strcmp(argv[first], "catch") || !strcmp(argv[first], "catch_lmbench"))
 		f = catch;
 	else if (!strcmp(argv[first], "prot"))
 		f = prot;
 	else
 		goto usage;
+	if (!strcmp(argv[first], "catch_lmbench")) {
+		if (benchmp(setup, send_only, NULL, 0, parallel, warmup, reps, NULL))
+			return 1;
+		send_med = (double)gettime() / (double)get_n();
+		send_min = (double)gettime_min() / (double)get_n_min();
+	}
 	if (benchmp(setup, f, NULL, 0, parallel, warmup, reps, NULL))
 		return 1;
 	if (f != install && caught == 0) { /* the handler must really have run */
@@ -119,9 +137,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	snprintf(name, sizeof(name), "lat_sig.%s", argv[first]);
+	if (send_med >= 0) {
+		double med = (double)gettime() / (double)get_n() - send_med;
+		double min = (double)gettime_min() / (double)get_n_min() - send_min;
+		result_line(name, (med > 0 ? med : 0) / 1000.0, "us");
+		strncat(name, ".min", sizeof(name) - strlen(name) - 1);
+		result_line(name, (min > 0 ? min : 0) / 1000.0, "us");
+		harness_note();
+		return 0;
+	}
 	micro(name, get_n());
 	return 0;
 usage:
-	fprintf(stderr, "usage: lat_sig [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] install|catch|prot\n");
+	fprintf(stderr, "usage: lat_sig [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] install|catch|catch_lmbench|prot\n");
 	return 2;
 }

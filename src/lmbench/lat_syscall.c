@@ -124,6 +124,10 @@ int main(int argc, char **argv)
 		f = do_open;
 	else
 		goto usage;
+	if (f != do_null && access(s.file, F_OK)) { /* before measuring: a clear message, not an abort */
+		perror(s.file);
+		return 1;
+	}
 	if (benchmp(init, f, NULL, 0, parallel, warmup, reps, &s))
 		return 1;
 	snprintf(name, sizeof(name), "lat_syscall.%s", op);

@@ -55,6 +55,7 @@ int main(int argc, char **argv)
 	struct state s = { 1000 };
 	benchmp_f f;
 	double n, req;
+	char name[64];
 
 	first = harness_options(argc, argv, &parallel, &warmup, &reps);
 	if (first < 0 || argc - first > 2)
@@ -75,9 +76,13 @@ int main(int argc, char **argv)
 		return 1;
 	n = (double)get_n() * 1000.0; /* ns -> us per sleep */
 	req = (double)s.us;
-	printf("lat_timer.%s %.4f us\n", argv[first], (double)gettime() / n - req);
-	printf("lat_timer.%s.min %.4f us\n", argv[first], (double)gettime_min() / n - req);
-	printf("lat_timer.%s.actual %.4f us\n", argv[first], (double)gettime() / n);
+	snprintf(name, sizeof(name), "lat_timer.%s", argv[first]);
+	result_line(name, (double)gettime() / n - req, "us");
+	snprintf(name, sizeof(name), "lat_timer.%s.min", argv[first]);
+	result_line(name, (double)gettime_min() / ((double)get_n_min() * 1000.0) - req, "us");
+	snprintf(name, sizeof(name), "lat_timer.%s.actual", argv[first]);
+	result_line(name, (double)gettime() / n, "us");
+	harness_note();
 	return 0;
 usage:
 	fprintf(stderr, "usage: lat_timer [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] usleep|nanosleep|select [INTERVAL_US, 1..10000000, default 1000]\n");

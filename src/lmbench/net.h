@@ -55,10 +55,12 @@ static inline pid_t fork_server(int fd, serve_f serve, size_t msg)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent) /* died before the prctl */
 			_exit(0);
+		place_end(1);
 		serve(fd, msg);
 		_exit(0);
 	}
 	close(fd);
+	place_end(0);
 	return pid;
 }
 

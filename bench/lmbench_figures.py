@@ -1,0 +1,269 @@
+"""Benchmark (not a test): the lmbench-style suite's figures on this machine,
+and side by side with a real lmbench3 when one is given.
+
+usage: .venv/bin/python bench/lmbench_figures.py [--lmbench3 PATH] [--rounds 3]
+           [--enough-us 100000] [--placement unpinned|same] [--only NAME,...]
+
+Builds src/lmbench (-O2, as the catalog does) into bench/results/lmbench_build
+and runs every comparison in rotated rounds (the order changes each round,
+and who goes first alternates), both programs with the same interval
+(LMBENCH_ENOUGH_US for ours, ENOUGH for lmbench3) and the same number of
+repetitions. PATH is an lmbench3 source tree (built with its own Makefile if
+it has no bin/ yet; it must lie outside this repository) or its bin/<os>
+directory. Writes bench/results/lmbench_figures.json (machine, load,
+placement, interval; per comparison the values, medians, CVs and the median
+of the per-round ratios ours / lmbench3) and prints a Markdown table. The
+derived row `wr/bzero 4 MB` is the ratio of our bw_mem wr to bzero on the
+same buffer, per round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "results"
+SRC = ROOT / "src" / "lmbench"
+sys.path.insert(0, str(ROOT))
+
+from perfsnake.benchmarks.lmbench import IPC, PROGRAMS  # noqa: E402
+
+_OURS_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz)$", re.M)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    name: str  # row label
+    ours: tuple[str, ...]  # our program and operands ({file} {dir} substituted)
+    line: str | None  # which of our lines (default: the first)
+    unit: str
+    theirs: tuple[str, ...] | None = None  # lmbench3 program and operands
+    pattern: str | None = None  # regex with one group: lmbench3's value (stderr + stdout)
+    differs: str = ""  # how the definitions differ, for the docs' table
+
+
+def _c(name, ours, unit, theirs=None, pattern=None, line=None, differs=""):
+    return Comparison(name, tuple(ours.split()), line, unit, tuple(theirs.split()) if theirs else None, pattern, differs)
+
+
+_US = r"(\S+) microseconds"
+COMPARISONS = [
+    _c("lat_syscall null", "lat_syscall null", "us", "lat_syscall null", "Simple syscall: " + _US, differs="getppid (lmbench: getppid)"),
+    _c("lat_syscall read", "lat_syscall read", "us", "lat_syscall read", "Simple read: " + _US),
+    _c("lat_syscall write", "lat_syscall write", "us", "lat_syscall write", "Simple write: " + _US),
+    _c("lat_syscall stat", "lat_syscall stat {file}", "us", "lat_syscall stat {file}", "Simple stat: " + _US),
+    _c("lat_syscall fstat", "lat_syscall fstat {file}", "us", "lat_syscall fstat {file}", "Simple fstat: " + _US),
+    _c("lat_syscall open", "lat_syscall open {file}", "us", "lat_syscall open {file}", "Simple open/close: " + _US),
+    _c("lat_sig install", "lat_sig install", "us", "lat_sig install", "Signal handler installation: " + _US),
+    _c("lat_sig catch", "lat_sig catch", "us", "lat_sig catch", "Signal handler overhead: " + _US,
+       differs="includes the kill() that lmbench subtracts"),
+    _c("lat_sig catch_lmbench", "lat_sig catch_lmbench", "us", "lat_sig catch", "Signal handler overhead: " + _US),
+    _c("lat_sig prot", "lat_sig prot", "us", differs="mprotect + fault + signal + mprotect; lmbench: a re-fault only (prints nothing here)"),
+    _c("lat_proc fork", "lat_proc fork", "us", "lat_proc fork", r"Process fork\+exit: " + _US, differs="child _exit(0); lmbench: exit(1)"),
+    _c("lat_proc fork_lmbench", "lat_proc fork_lmbench", "us", "lat_proc fork", r"Process fork\+exit: " + _US),
+    _c("lat_proc exec", "lat_proc exec", "us", "lat_proc exec", r"Process fork\+execve: " + _US),
+    _c("lat_proc shell", "lat_proc shell", "us", "lat_proc shell", r"Process fork\+/bin/sh -c: " + _US),
+    _c("lat_pipe", "lat_pipe", "us", "lat_pipe", "Pipe latency: " + _US),
+    _c("lat_unix", "lat_unix", "us", "lat_unix", "AF_UNIX sock stream latency: " + _US),
+    _c("lat_pipe placement same", "lat_pipe -A same", "us"),
+    _c("lat_pipe placement different", "lat_pipe -A different", "us"),
+    _c("lat_fifo", "lat_fifo {dir}", "us", differs="lmbench3's lat_fifo spins on EINVAL here"),
+    _c("lat_sem", "lat_sem", "us", "lat_sem", "Semaphore latency: " + _US),
+    _c("lat_ctx 0 KB 2 procs", "lat_ctx 0 2", "us", "lat_ctx -s 0 2", r"^2 (\S+)$"),
+    _c("lat_select file 200", "lat_select file 200", "us", "lat_select -n 200 file", r"Select on 200 fd's: " + _US),
+    _c("lat_tcp", "lat_tcp", "us"),
+    _c("lat_udp", "lat_udp", "us"),
+    _c("lat_connect", "lat_connect", "us", differs="closes with a reset (no TIME_WAIT)"),
+    _c("lat_mmap 4 MB", "lat_mmap 4096 map {dir}", "us", "lat_mmap 4m {file}", r"^\S+ (\S+)$", differs="touches every page; lmbench: a byte every 16 KB of the first tenth"),
+    _c("lat_mmap 4 MB map_lmbench", "lat_mmap 4096 map_lmbench {dir}", "us", "lat_mmap 4m {file}", r"^\S+ (\S+)$"),
+    _c("lat_pagefault 4 MB", "lat_pagefault 4096 fault {dir}", "us", "lat_pagefault {file}", r"Pagefaults on \S+: " + _US,
+       differs="re-faults after MADV_DONTNEED; lmbench: a fresh MAP_SHARED map, its cost subtracted"),
+    _c("lat_pagefault 4 MB fault_lmbench", "lat_pagefault 4096 fault_lmbench {dir}", "us", "lat_pagefault {file}", r"Pagefaults on \S+: " + _US),
+    _c("lat_mem_rd 4 MB seq", "lat_mem_rd 4096 64 sequential", "ns", "lat_mem_rd 4 64", r"^4\.00000 (\S+)$"),
+    _c("lat_mem_rd 4 MB random", "lat_mem_rd 4096 64 random", "ns", "lat_mem_rd -t 4 64", r"^4\.00000 (\S+)$",
+       differs="all lines shuffled; lmbench -t: pages shuffled, lines within a page"),
+    _c("bw_mem rd 4 MB", "bw_mem 4096 rd", "MB/s", "bw_mem 4m rd", r"^\S+ (\S+)$"),
+    _c("bw_mem rd 64 MB", "bw_mem 65536 rd", "MB/s", "bw_mem 64m rd", r"^\S+ (\S+)$"),
+    _c("bw_mem wr 4 MB", "bw_mem 4096 wr", "MB/s", "bw_mem 4m wr", r"^\S+ (\S+)$"),
+    _c("bw_mem wr 64 MB", "bw_mem 65536 wr", "MB/s", "bw_mem 64m wr", r"^\S+ (\S+)$"),
+    _c("bw_mem bzero 4 MB", "bw_mem 4096 bzero", "MB/s", "bw_mem 4m bzero", r"^\S+ (\S+)$"),
+    _c("bw_mem cp 4 MB", "bw_mem 4096 cp", "MB/s", "bw_mem 4m bcopy", r"^\S+ (\S+)$", differs="memcpy, compared with lmbench's bcopy"),
+    _c("bw_pipe", "bw_pipe", "MB/s", "bw_pipe", r"Pipe bandwidth: (\S+) MB/sec"),
+    _c("bw_unix", "bw_unix", "MB/s", "bw_unix", r"AF_UNIX sock stream bandwidth: (\S+) MB/sec"),
+    _c("bw_tcp", "bw_tcp", "MB/s"),
+    _c("bw_file_rd 4 MB io_only", "bw_file_rd 4096 io_only {dir}", "MB/s", "bw_file_rd 4m io_only {file}", r"^\S+ (\S+)$"),
+    _c("bw_mmap_rd 4 MB mmap_only", "bw_mmap_rd 4096 mmap_only {dir}", "MB/s", "bw_mmap_rd 4m mmap_only {file}", r"^\S+ (\S+)$"),
+    _c("stream triad", "stream triad", "MB/s"),
+    _c("lat_timer select 1000", "lat_timer select 1000", "us"),
+    _c("mhz (cycle, ns)", "mhz", "ns", "mhz", r"MHz, (\S+) nanosec clock", line="mhz.min"),
+    *[_c(f"lat_ops {t}_{o}", f"lat_ops {t}_{o}", "ns", "lat_ops", rf"^{'uint64' if (t, o) == ('int64', 'add') else lt} {lo}: (\S+) nanoseconds")
+      for t, lt in (("int", "integer"), ("int64", "int64"), ("float", "float"), ("double", "double"))
+      for o, lo in (("xor", "bit"), ("add", "add"), ("mul", "mul"), ("div", "div"), ("mod", "mod"))
+      if not (t in ("float", "double") and o in ("xor", "mod"))],
+]  # fmt: skip
+
+
+def build_ours(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    procs = [subprocess.Popen(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out / p), str(SRC / f"{p}.c"), str(SRC / "harness.c")])
+             for p in PROGRAMS]  # fmt: skip
+    if any(p.wait() for p in procs):
+        sys.exit("bench/lmbench_figures.py: building src/lmbench failed")
+
+
+def lmbench3_bin(path: Path) -> Path:
+    """The bin directory of an lmbench3 tree, building it first if needed."""
+    path = path.resolve()
+    if (path / "lat_syscall").exists():
+        return path
+    if ROOT in (path, *path.parents):
+        sys.exit(f"bench/lmbench_figures.py: --lmbench3 {path} lies inside this repository; build it outside")
+    found = sorted(path.glob("bin/*/lat_syscall"))
+    if not found:
+        subprocess.run(["make", "-C", str(path / "src")], check=True, stdout=subprocess.DEVNULL)
+        found = sorted(path.glob("bin/*/lat_syscall"))
+    if not found:
+        sys.exit(f"bench/lmbench_figures.py: no lmbench3 binaries under {path}/bin after building")
+    return found[0].parent
+
+
+def machine() -> dict[str, object]:
+    model = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name")), "unknown")
+    return {"cpu": model, "cpus": os.cpu_count(), "kernel": platform.release(), "host": platform.node()}
+
+
+def run_group(cmd: list[str], env: dict, cwd: Path | None = None, timeout: float = 300) -> tuple[int, str, str]:
+    """Run in a session of its own; on timeout kill the whole group (an
+    orphaned partner process must not keep spinning)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        out, err = proc.communicate()
+        return -9, out, err + "\n(timed out)"
+    finally:
+        try:
+            os.killpg(proc.pid, 9)  # partners left behind by a crash
+        except ProcessLookupError:
+            pass
+    return proc.returncode, out, err
+
+
+def run_ours(bindir: Path, comp: Comparison, env: dict, reps: int, placement: str, subst: dict) -> float | None:
+    argv = [a.format(**subst) for a in comp.ours]
+    flags = ["-N", str(reps)] + (["-A", placement] if placement != "unpinned" and argv[0] in IPC else [])
+    code, out, err = run_group([str(bindir / argv[0]), *flags, *argv[1:]], env)
+    lines = {m.group(1): float(m.group(2)) for m in _OURS_LINE.finditer(out)}
+    if code or not lines:
+        print(f"  ours {' '.join(argv)} failed: {err.strip()[-200:]}", file=sys.stderr)
+        return None
+    return lines[comp.line] if comp.line else next(iter(lines.values()))
+
+
+def run_theirs(bindir: Path, comp: Comparison, env: dict, reps: int, placement: str, subst: dict, memo: dict) -> float | None:
+    assert comp.theirs is not None and comp.pattern is not None
+    argv = tuple(a.format(**subst) for a in comp.theirs)
+    if argv not in memo:  # lat_ops prints every operation at once: run it once per round
+        pin = ["taskset", "-c", str(min(os.sched_getaffinity(0)))] if placement == "same" else []
+        reps_flag = [] if argv[0] == "mhz" else ["-N", str(reps)]  # lmbench3's mhz takes no -N
+        cmd = [*pin, str(bindir / argv[0]), *reps_flag, *argv[1:]]
+        _code, out, err = run_group(cmd, env, cwd=bindir)
+        memo[argv] = err + out
+    match = re.search(comp.pattern, memo[argv], re.M)
+    if not match:
+        print(f"  lmbench3 {' '.join(argv)}: no match for {comp.pattern!r} in {memo[argv][-200:]!r}", file=sys.stderr)
+        return None
+    return float(match.group(1))
+
+
+def summary(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"median": None, "cv": None}
+    cv = statistics.stdev(values) / statistics.mean(values) if len(values) > 1 and statistics.mean(values) else None
+    return {"median": statistics.median(values), "cv": cv}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lmbench3", type=Path, help="lmbench3 source tree or bin directory (outside this repository)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repetitions", type=int, default=11)
+    parser.add_argument("--enough-us", type=int, default=100000)
+    parser.add_argument("--placement", choices=("unpinned", "same"), default="unpinned")
+    parser.add_argument("--only", help="comma-separated row names (prefix match)")
+    parser.add_argument("--output", type=Path, default=OUT / "lmbench_figures.json")
+    args = parser.parse_args()
+
+    comps = [c for c in COMPARISONS if not args.only or any(c.name.startswith(o) for o in args.only.split(","))]
+    ours_bin = OUT / "lmbench_build"
+    build_ours(ours_bin)
+    theirs_bin = lmbench3_bin(args.lmbench3) if args.lmbench3 else None
+    work = Path(tempfile.mkdtemp(prefix="lmbench-figures-"))
+    data_file = work / "data"
+    data_file.write_bytes(os.urandom(4 << 20))  # lmbench3's file benchmarks need a file of their own
+    subst = {"file": str(data_file), "dir": str(work)}
+    env = {**os.environ, "LMBENCH_ENOUGH_US": str(args.enough_us), "ENOUGH": str(args.enough_us), "TMPDIR": str(work)}
+    results: dict[str, dict[str, list]] = {c.name: {"ours": [], "theirs": [], "ratio": []} for c in comps}
+    wr_over_bzero: list[float] = []
+    load_before = os.getloadavg()
+    start = time.time()
+    for rnd in range(args.rounds):
+        memo: dict = {}
+        shift = rnd * max(1, len(comps) // args.rounds)
+        order = comps[shift:] + comps[:shift]
+        print(f"round {rnd + 1}/{args.rounds}", file=sys.stderr)
+        for comp in order:
+            pair: dict[str, float | None] = {}
+            sides = ["ours", "theirs"] if rnd % 2 == 0 else ["theirs", "ours"]
+            for side in sides:
+                if side == "ours":
+                    pair[side] = run_ours(ours_bin, comp, env, args.repetitions, args.placement, subst)
+                elif theirs_bin and comp.theirs:
+                    pair[side] = run_theirs(theirs_bin, comp, env, args.repetitions, args.placement, subst, memo)
+            for side, val in pair.items():
+                if val is not None:
+                    results[comp.name][side].append(val)
+            if pair.get("ours") and pair.get("theirs"):
+                results[comp.name]["ratio"].append(pair["ours"] / pair["theirs"])  # type: ignore[operator]
+        wr = next((results[n]["ours"][-1] for n in ("bw_mem wr 4 MB",) if n in results and results[n]["ours"]), None)
+        bz = next((results[n]["ours"][-1] for n in ("bw_mem bzero 4 MB",) if n in results and results[n]["ours"]), None)
+        if wr and bz:
+            wr_over_bzero.append(wr / bz)
+    rows = []
+    for comp in comps:
+        r = results[comp.name]
+        rows.append({"name": comp.name, "unit": comp.unit, "ours_argv": " ".join(comp.ours), "lmbench3_argv": " ".join(comp.theirs or ()),
+                     "differs": comp.differs, "ours": r["ours"], "lmbench3": r["theirs"], "ours_summary": summary(r["ours"]),
+                     "lmbench3_summary": summary(r["theirs"]), "ratio_median": statistics.median(r["ratio"]) if r["ratio"] else None})  # fmt: skip
+    report = {
+        "machine": machine(), "placement": args.placement, "enough_us": args.enough_us, "repetitions": args.repetitions,
+        "rounds": args.rounds, "lmbench3": str(theirs_bin) if theirs_bin else None, "load_before": load_before,
+        "load_after": os.getloadavg(), "wall_s": round(time.time() - start, 1),
+        "derived": {"bw_mem wr/bzero 4 MB (ours, per-round median)": statistics.median(wr_over_bzero) if wr_over_bzero else None},
+        "rows": rows,
+    }  # fmt: skip
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"| measure | unit | ours (median, CV) | lmbench3 (median, CV) | ours / lmbench3 |\n|---|---|---|---|---|")
+    for row in rows:
+        o, t = row["ours_summary"], row["lmbench3_summary"]
+        fmt = lambda s: f"{s['median']:.4g} ({s['cv'] * 100:.1f} %)" if s["median"] is not None and s["cv"] is not None else ("-" if s["median"] is None else f"{s['median']:.4g}")  # noqa: E731
+        ratio = f"{row['ratio_median']:.3f}" if row["ratio_median"] is not None else "-"
+        print(f"| {row['name']} | {row['unit']} | {fmt(o)} | {fmt(t)} | {ratio} |")
+    print(f"derived: {report['derived']}; machine {report['machine']}; load {load_before} -> {report['load_after']}; wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()

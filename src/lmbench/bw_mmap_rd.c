@@ -1,0 +1,13 @@
+/*
+ * bw_mmap_rd: mapped-file re-read bandwidth (lmbench's bw_mmap_rd):
+ * bw_file_rd's program over mmap() instead of read().
+ *   mmap_only   the file stays mapped; each iteration sums it
+ *   open2close  each iteration opens, maps, sums, unmaps and closes it
+ *
+ * usage: bw_mmap_rd [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] SIZE_KB mmap_only|open2close [DIR]
+ * Prints "bw_mmap_rd.<op> <MB/s> MB/s".
+ */
+#define BW_MMAP
+#define BW_NAME "bw_mmap_rd"
+#define KEEP_OPEN "mmap_only"
+#include "bw_file_rd.c"
