@@ -116,7 +116,7 @@ class Daemon(Hook):
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         _check_template(self, self.spec["command"], variables)
-        ready = self.spec["ready"]
+        ready = self.spec.get("ready")
         if ready is not None:
             if not isinstance(ready, dict) or not ready or set(ready) - set(self.READY_KEYS) or not set(ready) & {"tcp", "file", "command"}:
                 raise self.fail("expected a mapping with tcp (a port), file (a path) or command, and optionally timeout_s", "ready")
@@ -151,10 +151,15 @@ class Daemon(Hook):
                 stderr=log,
                 pass_fds=lock_fds,
             )
-        if float(self.spec["startup_s"]):  # type: ignore[arg-type]
-            time.sleep(float(self.spec["startup_s"]))  # type: ignore[arg-type]
         state: dict[str, object] = {"applied": True, "pid": proc.pid, "command": command, "_proc": proc}
-        problem = self._wait_ready(ctx, proc) if self.spec["ready"] else None
+        try:
+            if float(self.spec.get("startup_s") or 0):  # type: ignore[arg-type]
+                time.sleep(float(self.spec["startup_s"]))  # type: ignore[arg-type]
+            problem = self._wait_ready(ctx, proc) if self.spec.get("ready") else None
+        except BaseException:
+            # Never leave a started daemon behind (it holds the host lock).
+            self.teardown(ctx, state)
+            raise
         if problem is None and proc.poll() is not None:
             problem = f"the daemon exited with status {proc.returncode} before the run"
         if problem:
