@@ -67,7 +67,9 @@ def main() -> None:
     base = {"benchmark": "leveldb", "variables": variables, "nb_runs": rounds, "timeout_s": 300}
     campaigns = {
         "host-workflow": write(work, {"name": "host", **base}),
-        "container-workflow": write(work, {"name": "ctr", **base, "platform": {"type": "container", "image": args.image}}),
+        "container-workflow": write(
+            work, {"name": "ctr", **base, "platform": {"type": "container", "image": args.image}}
+        ),
     }
     for camp in campaigns.values():  # build (shared) and launchers, outside the measurement
         snakemake(work, camp, "--cores", "2", BUILD, "resources/bin/psrun", "resources/bin/psrun-static")
@@ -100,7 +102,12 @@ def main() -> None:
     }
     (OUT / "container_overhead.json").write_text(json.dumps(report, indent=2) + "\n")
     print("\n== ratios, paired by round (first / second) ==")
-    for key in ("container_vs_host_workflow", "container_vs_host_shell", "workflow_vs_shell_host", "workflow_vs_shell_container"):
+    for key in (
+        "container_vs_host_workflow",
+        "container_vs_host_shell",
+        "workflow_vs_shell_host",
+        "workflow_vs_shell_container",
+    ):
         s = report[key]
         lo, hi = s["paired_ratio_ci95"]
         print(f"{key:28s} ratio={s['paired_ratio_mean']:.4f} CI95=[{lo:.4f}, {hi:.4f}] Welch p={s['welch_p']:.3f}")

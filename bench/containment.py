@@ -50,7 +50,11 @@ BENCH = "setsid sleep 300 & sleep {t}; echo value={x}"
 def campaign(name: str, runs: int, sleep: float, daemon: bool = True) -> dict:
     data = {
         "name": name,
-        "benchmark": {"type": "command", "command": BENCH.replace("{t}", str(sleep)), "metrics": {"value": r"value=(\S+)"}},
+        "benchmark": {
+            "type": "command",
+            "command": BENCH.replace("{t}", str(sleep)),
+            "metrics": {"value": r"value=(\S+)"},
+        },
         "variables": {"x": list(range(runs))},
         "nb_runs": 1,
     }
@@ -72,7 +76,9 @@ def argv(root: Path, camp: Path, *args: str) -> list[str]:
 
 
 def run(root: Path, workdir: Path, camp: Path, *args: str) -> None:
-    subprocess.run(argv(root, camp, *args), cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(
+        argv(root, camp, *args), cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
 
 
 def inside(workdir: Path) -> list[int]:

@@ -62,11 +62,16 @@ def main() -> None:
     parser.add_argument("--base", default="4eccd8c", help="commit of the launcher before containment")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="launcher-cost-"))
-    old = subprocess.run(["git", "-C", str(ROOT), "show", f"{args.base}:src/psrun/psrun.c"], capture_output=True, text=True, check=True).stdout
+    old = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{args.base}:src/psrun/psrun.c"], capture_output=True, text=True, check=True
+    ).stdout
     bins = {"before": compile_psrun(old, work / "psrun-before"),
             "current": compile_psrun((ROOT / "src/psrun/psrun.c").read_text(), work / "psrun-current")}  # fmt: skip
     base_env = {k: v for k, v in os.environ.items() if k != "PERFSNAKE_CGROUP"}
-    arms = {"before": (bins["before"], base_env), "subreaper": (bins["current"], {**base_env, "PERFSNAKE_CGROUP": "none"})}
+    arms = {
+        "before": (bins["before"], base_env),
+        "subreaper": (bins["current"], {**base_env, "PERFSNAKE_CGROUP": "none"}),
+    }
     if os.geteuid() == 0:
         arms["cgroup"] = (bins["current"], base_env)
     names = list(arms)
@@ -74,7 +79,7 @@ def main() -> None:
     whole: dict[str, list[float]] = {n: [] for n in names}
     containment: dict[str, str] = {}
     for r in range(args.rounds):
-        order = names[r % len(names):] + names[: r % len(names)]
+        order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
             psrun, env = arms[name]
             run_dir = work / f"{name}-{r}"

@@ -34,18 +34,40 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="lmbench-calibration-"))
     binary = work / "lat_syscall"
-    subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(binary), str(SRC / "lat_syscall.c"), str(SRC / "harness.c")], check=True)
+    subprocess.run(
+        [
+            "cc",
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-o",
+            str(binary),
+            str(SRC / "lat_syscall.c"),
+            str(SRC / "harness.c"),
+        ],
+        check=True,
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("LMBENCH")}
     draws = []
     for i in range(args.draws):
         cache = work / f"cal{i}.tsv"
         start = time.monotonic()
-        proc = subprocess.run([str(binary), "-R", "-C", str(cache), "-N", "1", "null"], capture_output=True, text=True, env=env, check=True)
+        proc = subprocess.run(
+            [str(binary), "-R", "-C", str(cache), "-N", "1", "null"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
         _key, interval, verdict = cache.read_text().strip().split("\t")
         fallback = next((ln for ln in proc.stderr.splitlines() if "could not settle" in ln), None)
         draws.append({"interval_us": int(interval), "verdict": verdict, "seconds": round(time.monotonic() - start, 2),
                       "load1": os.getloadavg()[0], "fallback_line": fallback})  # fmt: skip
-        print(f"draw {i + 1}: {interval} us {verdict} ({draws[-1]['seconds']} s, load {draws[-1]['load1']:.2f})", file=sys.stderr)
+        print(
+            f"draw {i + 1}: {interval} us {verdict} ({draws[-1]['seconds']} s, load {draws[-1]['load1']:.2f})",
+            file=sys.stderr,
+        )
     counts = Counter(f"{d['interval_us']} {d['verdict']}" for d in draws)
     report = json.loads(OUT.read_text()) if OUT.exists() else {}
     report[args.label] = {"draws": draws, "counts": dict(counts), "cpus": os.cpu_count()}

@@ -54,7 +54,9 @@ class Comparison:
 
 
 def _c(name, ours, unit, theirs=None, pattern=None, line=None, differs=""):
-    return Comparison(name, tuple(ours.split()), line, unit, tuple(theirs.split()) if theirs else None, pattern, differs)
+    return Comparison(
+        name, tuple(ours.split()), line, unit, tuple(theirs.split()) if theirs else None, pattern, differs
+    )
 
 
 _US = r"(\S+) microseconds"
@@ -139,14 +141,23 @@ def lmbench3_bin(path: Path) -> Path:
 
 
 def machine() -> dict[str, object]:
-    model = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name")), "unknown")
+    model = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        ),
+        "unknown",
+    )
     return {"cpu": model, "cpus": os.cpu_count(), "kernel": platform.release(), "host": platform.node()}
 
 
 def run_group(cmd: list[str], env: dict, cwd: Path | None = None, timeout: float = 300) -> tuple[int, str, str]:
     """Run in a session of its own; on timeout kill the whole group (an
     orphaned partner process must not keep spinning)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -172,7 +183,9 @@ def run_ours(bindir: Path, comp: Comparison, env: dict, reps: int, placement: st
     return lines[comp.line] if comp.line else next(iter(lines.values()))
 
 
-def run_theirs(bindir: Path, comp: Comparison, env: dict, reps: int, placement: str, subst: dict, memo: dict) -> float | None:
+def run_theirs(
+    bindir: Path, comp: Comparison, env: dict, reps: int, placement: str, subst: dict, memo: dict
+) -> float | None:
     assert comp.theirs is not None and comp.pattern is not None
     argv = tuple(a.format(**subst) for a in comp.theirs)
     if argv not in memo:  # lat_ops prints every operation at once: run it once per round
@@ -256,13 +269,20 @@ def main() -> None:
     }  # fmt: skip
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"| measure | unit | ours (median, CV) | lmbench3 (median, CV) | ours / lmbench3 |\n|---|---|---|---|---|")
+    print("| measure | unit | ours (median, CV) | lmbench3 (median, CV) | ours / lmbench3 |\n|---|---|---|---|---|")
     for row in rows:
         o, t = row["ours_summary"], row["lmbench3_summary"]
-        fmt = lambda s: f"{s['median']:.4g} ({s['cv'] * 100:.1f} %)" if s["median"] is not None and s["cv"] is not None else ("-" if s["median"] is None else f"{s['median']:.4g}")  # noqa: E731
+
+        def fmt(s: dict) -> str:
+            if s["median"] is None:
+                return "-"
+            return f"{s['median']:.4g} ({s['cv'] * 100:.1f} %)" if s["cv"] is not None else f"{s['median']:.4g}"
+
         ratio = f"{row['ratio_median']:.3f}" if row["ratio_median"] is not None else "-"
         print(f"| {row['name']} | {row['unit']} | {fmt(o)} | {fmt(t)} | {ratio} |")
-    print(f"derived: {report['derived']}; machine {report['machine']}; load {load_before} -> {report['load_after']}; wrote {args.output}")
+    print(
+        f"derived: {report['derived']}; machine {report['machine']}; load {load_before} -> {report['load_after']}; wrote {args.output}"
+    )
 
 
 if __name__ == "__main__":

@@ -106,7 +106,9 @@ def fidelity(workdir: Path, name: str, bench: dict, variables: dict, rounds: int
                 out = (workdir / target).with_name("stdout.txt").read_text()
                 camp_values.append(parse(out))
             else:
-                out = subprocess.run(["sh", str(script), "1", *shell_argv(workdir)], capture_output=True, text=True, check=True).stdout
+                out = subprocess.run(
+                    ["sh", str(script), "1", *shell_argv(workdir)], capture_output=True, text=True, check=True
+                ).stdout
                 shell_values.append(parse(out))
     return {"metric": metric, **paired_summary(camp_values, shell_values)}
 
@@ -170,7 +172,9 @@ def bare_workflow(workdir: Path) -> Path:
 def timed(cmd: list[str], cwd: Path) -> tuple[float, float, float]:
     """(wall seconds, peak RSS MB, CPU seconds user+system) of a command, via
     GNU time. On a shared machine the CPU time is the steadier of the two."""
-    proc = subprocess.run(["/usr/bin/time", "-f", "%e %M %U %S", *cmd], cwd=cwd, capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        ["/usr/bin/time", "-f", "%e %M %U %S", *cmd], cwd=cwd, capture_output=True, text=True, check=True
+    )
     elapsed, rss_kb, user, system = proc.stderr.strip().splitlines()[-1].split()
     return float(elapsed), int(rss_kb) / 1024, float(user) + float(system)
 
@@ -178,7 +182,18 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, float, float]:
 def bare_dag(workdir: Path, jobs: int) -> dict:
     # The target first: `--quiet all` would read "all" as a quietness level.
     snakefile = bare_workflow(workdir / f"bare_dag_{jobs}")
-    cmd = [SNAKEMAKE, "-n", "all", "--quiet", "-s", str(snakefile), "--directory", str(snakefile.parent), "--config", f"njobs={jobs}"]
+    cmd = [
+        SNAKEMAKE,
+        "-n",
+        "all",
+        "--quiet",
+        "-s",
+        str(snakefile),
+        "--directory",
+        str(snakefile.parent),
+        "--config",
+        f"njobs={jobs}",
+    ]
     elapsed, rss, cpu = timed(cmd, snakefile.parent)
     return {"jobs": jobs, "dry_run_s": elapsed, "peak_rss_mb": rss, "cpu_s": cpu}
 
@@ -196,7 +211,10 @@ def bare_jobs(workdir: Path, jobs: int) -> tuple[float, float]:
 def one_run_end_to_end(workdir: Path) -> dict:
     """A 1-run perfsnake campaign against a bare 1-job workflow, end to end."""
     workdir.mkdir(parents=True, exist_ok=True)
-    camp = write(workdir, {"name": "one", "benchmark": {"type": "command", "command": "true {x}"}, "variables": {"x": [1]}, "nb_runs": 1})
+    camp = write(
+        workdir,
+        {"name": "one", "benchmark": {"type": "command", "command": "true {x}"}, "variables": {"x": [1]}, "nb_runs": 1},
+    )
     snakemake(workdir, camp, "--cores", "1", "resources/bin/psrun")
     shutil.rmtree(workdir / "results" / "one", ignore_errors=True)
     start = time.monotonic()
@@ -209,7 +227,9 @@ def one_run_end_to_end(workdir: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="few rounds, for a smoke run")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["heater", "leveldb", "orchestration", "dag", "baselines"])
+    parser.add_argument(
+        "--skip", nargs="*", default=[], choices=["heater", "leveldb", "orchestration", "dag", "baselines"]
+    )
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="perfsnake-bench-"))
@@ -315,9 +335,13 @@ def print_table(report: dict) -> None:
         print(f"dry run, {b['dag']['jobs']} jobs: {b['dag']['perfsnake_s']:.1f} s vs {b['dag']['bare_s']:.1f} s = {b['dag']['ratio']:.2f}x "
               f"(CPU {b['dag'].get('perfsnake_cpu_s', 0):.1f} vs {b['dag'].get('bare_cpu_s', 0):.1f} s = {b['dag'].get('cpu_ratio', 0):.2f}x); "
               f"RSS {b['dag']['perfsnake_rss_mb']:.0f} vs {b['dag']['bare_rss_mb']:.0f} MB")  # fmt: skip
-        print(f"marginal per run: {b['marginal']['perfsnake_ms']:.1f} ms vs {b['marginal']['bare_greedy_ms']:.1f} ms (greedy) = {b['marginal']['ratio']:.2f}x "
-              f"(CPU {b['marginal'].get('perfsnake_cpu_ms', 0):.1f} vs {b['marginal'].get('bare_cpu_ms', 0):.1f} ms = {b['marginal'].get('cpu_ratio', 0):.2f}x)")
-        print(f"one run end to end: {b['one_run']['perfsnake_s']:.2f} s vs {b['one_run']['bare_s']:.2f} s = {b['one_run']['ratio']:.2f}x")
+        print(
+            f"marginal per run: {b['marginal']['perfsnake_ms']:.1f} ms vs {b['marginal']['bare_greedy_ms']:.1f} ms (greedy) = {b['marginal']['ratio']:.2f}x "
+            f"(CPU {b['marginal'].get('perfsnake_cpu_ms', 0):.1f} vs {b['marginal'].get('bare_cpu_ms', 0):.1f} ms = {b['marginal'].get('cpu_ratio', 0):.2f}x)"
+        )
+        print(
+            f"one run end to end: {b['one_run']['perfsnake_s']:.2f} s vs {b['one_run']['bare_s']:.2f} s = {b['one_run']['ratio']:.2f}x"
+        )
         print("targets met:", b["targets"])
 
 

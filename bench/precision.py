@@ -65,7 +65,9 @@ def main() -> None:
     print("benchmark  mode       runs  wall_s  rel.half-width  target met")
     for name, rows in report["cases"].items():
         for r in rows:
-            print(f"{name:9s}  {r['mode']:9s}  {r['runs']:4d}  {r['wall_s']:6.1f}  {r['rel_half_width']:14.4f}  {r['target_met']}")
+            print(
+                f"{name:9s}  {r['mode']:9s}  {r['runs']:4d}  {r['wall_s']:6.1f}  {r['rel_half_width']:14.4f}  {r['target_met']}"
+            )
     shutil.rmtree(work, ignore_errors=True)
 
 

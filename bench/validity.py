@@ -49,7 +49,12 @@ def load_before() -> tuple[object, object]:
     """The old stats and precision modules, from git."""
     mods = []
     for name in ("stats", "precision"):
-        source = subprocess.run(["git", "-C", str(ROOT), "show", f"{BEFORE}:perfsnake/{name}.py"], capture_output=True, text=True, check=True).stdout
+        source = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{BEFORE}:perfsnake/{name}.py"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         source = source.replace("from perfsnake.stats import", "from old_stats import")
         spec = importlib.util.spec_from_loader(f"old_{name}", loader=None)
         module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
@@ -92,7 +97,9 @@ def old_welch_p(a: np.ndarray, b: np.ndarray, old) -> np.ndarray:  # type: ignor
     p = np.empty(len(a))
     for k in np.unique(size):
         rows = size == k
-        p[rows] = stats.ttest_ind(subsessions(b[rows], int(k)), subsessions(a[rows], int(k)), axis=1, equal_var=False).pvalue
+        p[rows] = stats.ttest_ind(
+            subsessions(b[rows], int(k)), subsessions(a[rows], int(k)), axis=1, equal_var=False
+        ).pvalue
     return p
 
 
@@ -108,7 +115,9 @@ def old_intervals(x: np.ndarray, old) -> tuple[np.ndarray, np.ndarray]:  # type:
         half = stats.t.ppf(0.975, m - 1) * merged.std(axis=-1, ddof=1) / math.sqrt(m)
         rb = old.debiased(r[rows], m)
         with np.errstate(invalid="ignore"):
-            widen = np.where((k > 1) & (m > 2) & (rb > 0.1), np.sqrt((1 + np.minimum(rb, 0.9)) / (1 - np.minimum(rb, 0.9))), 1.0)
+            widen = np.where(
+                (k > 1) & (m > 2) & (rb > 0.1), np.sqrt((1 + np.minimum(rb, 0.9)) / (1 - np.minimum(rb, 0.9))), 1.0
+            )
         lo[rows], hi[rows] = merged.mean(axis=-1) - half * widen, merged.mean(axis=-1) + half * widen
     return lo, hi
 
@@ -121,7 +130,9 @@ def check_old_vectorised(old) -> None:  # type: ignore[no-untyped-def]
     for i in range(40):
         assert math.isclose(old.welch_on_subsessions(a[i], b[i], 0.95, 0.05)[0].p_value, p[i], rel_tol=1e-9)
         (olo, ohi), *_ = old.mean_interval(a[i], 0.95)
-        assert math.isclose(olo, lo[i], rel_tol=1e-9, abs_tol=1e-12) and math.isclose(ohi, hi[i], rel_tol=1e-9, abs_tol=1e-12)
+        assert math.isclose(olo, lo[i], rel_tol=1e-9, abs_tol=1e-12) and math.isclose(
+            ohi, hi[i], rel_tol=1e-9, abs_tol=1e-12
+        )
 
 
 # ---- sections -------------------------------------------------------------------------
@@ -201,7 +212,9 @@ def sample_size_section(old_precision) -> dict:  # type: ignore[no-untyped-def]
     return out
 
 
-def warm_series(kind: str, rng: np.random.Generator, warmup: int, cooldown: int, noise: float, phi: float, n: int = 300) -> np.ndarray:
+def warm_series(
+    kind: str, rng: np.random.Generator, warmup: int, cooldown: int, noise: float, phi: float, n: int = 300
+) -> np.ndarray:
     level = np.full(n, 100.0)
     level[:warmup] *= np.linspace(0.3, 0.5, warmup)
     if cooldown:
@@ -228,7 +241,9 @@ def warmup_section(old) -> dict:  # type: ignore[no-untyped-def]
                     if warmup == 0:
                         hits += seg.removed > 0
                     else:
-                        hits += abs(seg.start - warmup) <= 2 and abs((300 - seg.end) - cooldown) <= max(1, 0.05 * cooldown)
+                        hits += abs(seg.start - warmup) <= 2 and abs((300 - seg.end) - cooldown) <= max(
+                            1, 0.05 * cooldown
+                        )
                 total = sims(count) if label == "after" else max(5, int(count * SCALE))
                 row[label] = hits / total
                 row[f"{label}_series"] = total
@@ -236,7 +251,10 @@ def warmup_section(old) -> dict:  # type: ignore[no-untyped-def]
             rows.append(row)
     example = [30.2, 30.5, 30.2, 29.2, 30.5, 30.3, 29.7, 30.3, 30.2, 30.2, 160.1, 161.7, 157.6, 159.5, 158.5, 161.9, 160.1, 159.1,
                157.5, 159.2, 160.0, 159.1, 164.1, 163.2, 151.3, 154.0, 159.4, 158.6, 160.7, 160.7]  # fmt: skip
-    return {"cases": rows, "issue_example": {"before": vars(old.steady_segment(example)), "after": vars(steady_segment(example))}}
+    return {
+        "cases": rows,
+        "issue_example": {"before": vars(old.steady_segment(example)), "after": vars(steady_segment(example))},
+    }
 
 
 def null_campaign_section() -> list[dict]:
@@ -247,7 +265,10 @@ def null_campaign_section() -> list[dict]:
             rng = np.random.default_rng(seed)
             results = [{"variables": {"v": f"r{j:02d}"}, "metrics": {"value": float(100 + rng.normal())}, "status": "ok",
                         "start_epoch": i * 20 + j, "wall_s": 1.0} for i in range(10) for j in range(20)]  # fmt: skip
-            rows = comparison_rows(results, {"name": "null", "variables": ["v"], "statistics": {"correction": correction, "metrics": ["value"]}})
+            rows = comparison_rows(
+                results,
+                {"name": "null", "variables": ["v"], "statistics": {"correction": correction, "metrics": ["value"]}},
+            )
             counts.append(sum(bool(r["significant"]) for r in rows))
         out.append({"correction": correction, "comparisons": len(rows), "campaigns": len(counts),
                     "significant_mean": float(np.mean(counts)), "campaigns_with_any": float(np.mean(np.array(counts) > 0))})  # fmt: skip
@@ -256,7 +277,9 @@ def null_campaign_section() -> list[dict]:
 
 def main() -> None:
     old_stats, old_precision = load_before()
-    old_stats.independent_enough_v = lambda r, n: np.isnan(r) | (np.abs(old_stats.debiased(r, n)) <= 0.1) | (np.abs(r) <= 1.96 / math.sqrt(n))
+    old_stats.independent_enough_v = lambda r, n: (
+        np.isnan(r) | (np.abs(old_stats.debiased(r, n)) <= 0.1) | (np.abs(r) <= 1.96 / math.sqrt(n))
+    )
     check_old_vectorised(old_stats)
     started = time.monotonic()
     report = {"before": BEFORE, "command": " ".join(["bench/validity.py", *sys.argv[1:]])}
@@ -274,28 +297,42 @@ def main() -> None:
 def show(r: dict) -> None:
     print("False-positive rate of the comparison, AR(1), nominal 5 %")
     for row in r["comparison"]["fpr_ar1"]:
-        print(f"  phi {row['phi']:.1f} n {row['n']:4d}: before {row['before']:.3f}  after {row['after']:.3f}  ({row['sims']} pairs)")
+        print(
+            f"  phi {row['phi']:.1f} n {row['n']:4d}: before {row['before']:.3f}  after {row['after']:.3f}  ({row['sims']} pairs)"
+        )
     print("Independent data: false positives and power")
     for row in r["comparison"]["iid"]:
-        print(f"  n {row['n']:4d} delta {row['delta_sd']} sd: fpr {row['fpr_before']:.3f} -> {row['fpr_after']:.3f}, power {row['power_before']:.3f} -> {row['power_after']:.3f}")
+        print(
+            f"  n {row['n']:4d} delta {row['delta_sd']} sd: fpr {row['fpr_before']:.3f} -> {row['fpr_after']:.3f}, power {row['power_before']:.3f} -> {row['power_after']:.3f}"
+        )
     print("Coverage of the 95 % interval of the mean")
     for row in r["coverage"]:
         print(f"  phi {row['phi']:.1f} n {row['n']:4d}: before {row['before']:.3f}  after {row['after']:.3f}")
     ex = r["sample_size"]["example_phi0.9_cv10_pm1pct"]
-    print(f"Runs needed, phi 0.9, cv 10 %, +-1 % (truth {ex['needed']:.0f}): before {ex['before_median']:.0f}, after {ex['after_median']:.0f} (medians)")
+    print(
+        f"Runs needed, phi 0.9, cv 10 %, +-1 % (truth {ex['needed']:.0f}): before {ex['before_median']:.0f}, after {ex['after_median']:.0f} (medians)"
+    )
     print("Precision loop (cv 5 %, target +-2 %, 10 runs first, cap 3x the runs needed)")
     for row in r["sample_size"]["loop"]:
-        print(f"  phi {row['phi']:.1f} {row['method']:6s}: met {row['met']:.3f}, true width <= 1.1 target {row['true_width_within_10pct']:.3f}, "
-              f"stopped < half the runs needed {row['stopped_below_half_oracle']:.3f}, runs median {row['runs_median']:.0f} "
-              f"(needed {row['oracle_runs']:.0f}), rounds median {row['rounds_median']:.0f} max {row['rounds_max']}")
+        print(
+            f"  phi {row['phi']:.1f} {row['method']:6s}: met {row['met']:.3f}, true width <= 1.1 target {row['true_width_within_10pct']:.3f}, "
+            f"stopped < half the runs needed {row['stopped_below_half_oracle']:.3f}, runs median {row['runs_median']:.0f} "
+            f"(needed {row['oracle_runs']:.0f}), rounds median {row['rounds_median']:.0f} max {row['rounds_max']}"
+        )
     print("Warm-up detection (found within +-5 %; for warmup 0: share of stationary series trimmed)")
     for row in r["warmup"]["cases"]:
-        print(f"  {row['noise']:14s} {row['level']:.2f} phi {row['phi']:.1f} warmup {row['warmup']:2d} cooldown {row['cooldown']:2d}: "
-              f"before {row['before']:.2f} ({row['before_series']}, {row['before_ms_per_series']:.0f} ms each)  after {row['after']:.3f} ({row['after_series']}, {row['after_ms_per_series']:.1f} ms each)")
-    print(f"  issue example: before {r['warmup']['issue_example']['before']}, after {r['warmup']['issue_example']['after']}")
+        print(
+            f"  {row['noise']:14s} {row['level']:.2f} phi {row['phi']:.1f} warmup {row['warmup']:2d} cooldown {row['cooldown']:2d}: "
+            f"before {row['before']:.2f} ({row['before_series']}, {row['before_ms_per_series']:.0f} ms each)  after {row['after']:.3f} ({row['after_series']}, {row['after_ms_per_series']:.1f} ms each)"
+        )
+    print(
+        f"  issue example: before {r['warmup']['issue_example']['before']}, after {r['warmup']['issue_example']['after']}"
+    )
     print("Null campaign of 20 identical records (190 comparisons)")
     for row in r["null_campaign"]:
-        print(f"  {row['correction']:4s}: {row['significant_mean']:.2f} significant on average, campaigns with any: {row['campaigns_with_any']:.2f}")
+        print(
+            f"  {row['correction']:4s}: {row['significant_mean']:.2f} significant on average, campaigns with any: {row['campaigns_with_any']:.2f}"
+        )
     print(f"({r['seconds']:.0f} s)")
 
 

@@ -10,4 +10,3 @@ __version__ = "0.1.0"
 
 #: Root of the perfsnake checkout (holds config/, rules/, src/ ...).
 ROOT = Path(__file__).resolve().parent.parent
-

@@ -64,7 +64,9 @@ def config_path() -> Path:
     return local.resolve() if local.exists() else ROOT / local
 
 
-def snakemake_command(config_file: Path, overrides: list[str], extra: list[str], *args: str, root: Path = ROOT) -> list[str]:
+def snakemake_command(
+    config_file: Path, overrides: list[str], extra: list[str], *args: str, root: Path = ROOT
+) -> list[str]:
     """The workflow as the Makefile and the tests run it, plus `args`."""
     cmd = [str(Path(sys.executable).with_name("snakemake")), "-s", str(root / "workflow" / "Snakefile")]
     cmd += ["--workflow-profile", str(root / "profiles" / "default"), "--configfile", str(config_file)]
@@ -75,7 +77,9 @@ def snakemake_command(config_file: Path, overrides: list[str], extra: list[str],
     return cmd
 
 
-def _run(cmd: list[str], cwd: Path | None = None, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+def _run(
+    cmd: list[str], cwd: Path | None = None, env: dict | None = None, timeout: float = 900
+) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, timeout=timeout, check=False)
 
 
@@ -89,7 +93,9 @@ def _git(*args: str, env: dict | None = None, cwd: Path = ROOT) -> str | None:
 
 def _error_line(proc: subprocess.CompletedProcess) -> str:
     """The most telling line of a failed command's output."""
-    lines = [ln.strip() for ln in (proc.stderr.decode(errors="replace") + proc.stdout.decode(errors="replace")).splitlines()]
+    lines = [
+        ln.strip() for ln in (proc.stderr.decode(errors="replace") + proc.stdout.decode(errors="replace")).splitlines()
+    ]
     lines = [ln for ln in lines if ln]
     for ln in lines:
         if "Error" in ln and not ln.endswith(":"):
@@ -201,7 +207,9 @@ def snakemake_archive(
     out = tmp / "snakemake-archive.tar.gz"
     overrides = [o for o in overrides if not o.startswith("campaign=")]
     overrides.append(f"campaign=artifact-campaign/{campaign_file.name}")
-    cmd = snakemake_command(staging / "config" / "config.yaml", overrides, [], "--archive", str(out), "all", root=staging)
+    cmd = snakemake_command(
+        staging / "config" / "config.yaml", overrides, [], "--archive", str(out), "all", root=staging
+    )
     try:
         proc = _run(cmd, cwd=staging)
     except subprocess.TimeoutExpired:
@@ -229,7 +237,9 @@ def results_files(results_dir: Path, arc_prefix: str, exclude: list[Path]) -> tu
         for d in sorted(dirnames):
             path = here / d
             if path.is_symlink():
-                skipped.append(f"{arc_prefix}/{path.relative_to(results_dir).as_posix()} -> {os.readlink(path)} (directory symlink, not followed)")
+                skipped.append(
+                    f"{arc_prefix}/{path.relative_to(results_dir).as_posix()} -> {os.readlink(path)} (directory symlink, not followed)"
+                )
                 dirnames.remove(d)
             elif path.resolve() in excluded:
                 dirnames.remove(d)
@@ -329,7 +339,13 @@ def reproduce_md(
     skipped: list[str],
 ) -> str:
     commit = version.commit or run_meta.get("perfsnake_commit") or "unknown"
-    state = "clean" if version.dirty is False else "with uncommitted changes: workflow/uncommitted.diff" if version.dirty else "unknown"
+    state = (
+        "clean"
+        if version.dirty is False
+        else "with uncommitted changes: workflow/uncommitted.diff"
+        if version.dirty
+        else "unknown"
+    )
     camp = f"../{campaign_arc}"
     lines = [
         f"# Reproducing the perfsnake campaign `{name}`",
@@ -343,16 +359,33 @@ def reproduce_md(
         f"| workflow commit | `{commit}` ({state}) |",
     ]
     if version.snapshot:
-        lines.append(f"| exact tree (commit + uncommitted changes) | `{version.snapshot}` (a local commit object, not on any branch) |")
+        lines.append(
+            f"| exact tree (commit + uncommitted changes) | `{version.snapshot}` (a local commit object, not on any branch) |"
+        )
     if version.remote:
         lines.append(f"| repository | {version.remote} |")
     lines.append(f"| workflow archive | `{ARCHIVE}`, made by {version.method} |")
     ran = run_meta.get("perfsnake_commit")
     if ran and ran != commit:
-        lines.append(f"| **commit the runs were made with** | `{ran}` ({run_meta.get('perfsnake_tree', '?')}) - differs from the packed tree |")
-    for key, label in (("python", "Python"), ("snakemake", "Snakemake"), ("pandas", "pandas"), ("compiler", "compiler")):
+        lines.append(
+            f"| **commit the runs were made with** | `{ran}` ({run_meta.get('perfsnake_tree', '?')}) - differs from the packed tree |"
+        )
+    for key, label in (
+        ("python", "Python"),
+        ("snakemake", "Snakemake"),
+        ("pandas", "pandas"),
+        ("compiler", "compiler"),
+    ):
         lines.append(f"| {label} | {run_meta.get(key) or host.get(key)} |")
-    for key, label in (("hostname", "ran on host"), ("utc_time", "ran at (UTC)"), ("os_release", "OS"), ("uname", "kernel"), ("cpu_model", "CPU"), ("online_cpus", "online CPUs"), ("memory", "memory")):
+    for key, label in (
+        ("hostname", "ran on host"),
+        ("utc_time", "ran at (UTC)"),
+        ("os_release", "OS"),
+        ("uname", "kernel"),
+        ("cpu_model", "CPU"),
+        ("online_cpus", "online CPUs"),
+        ("memory", "memory"),
+    ):
         lines.append(f"| {label} | {run_meta.get(key, '?')} |")
     lines += [
         "",
@@ -368,16 +401,25 @@ def reproduce_md(
         "- `envs/*.yaml`, `requirements.txt`: the software environments",
         "- `metadata/`: run metadata, host metadata, Python packages, skipped symlinks",
     ]
-    lines += [f"- `{r}/`: the results: CSV (with `#` metadata lines), JSON, `summary.csv`, `comparisons.csv`, `significant.md`, plots, logs, every run's directory" for r in results]
+    lines += [
+        f"- `{r}/`: the results: CSV (with `#` metadata lines), JSON, `summary.csv`, `comparisons.csv`, `significant.md`, plots, logs, every run's directory"
+        for r in results
+    ]
     lines += [
         f"- `report/{name}-report.zip`: Snakemake's report (unzip it and open `report.html`)",
         f"- `{MANIFEST}`: the sha256 of every other file",
         "",
     ]
     if failed:
-        lines += [f"**Note:** packed with `--allow-failed`: {failed} run(s) failed or timed out (see their `status.json`).", ""]
+        lines += [
+            f"**Note:** packed with `--allow-failed`: {failed} run(s) failed or timed out (see their `status.json`).",
+            "",
+        ]
     if skipped:
-        lines += [f"**Note:** {len(skipped)} symlink(s) or special file(s) in the results were not packed (`metadata/skipped.txt`).", ""]
+        lines += [
+            f"**Note:** {len(skipped)} symlink(s) or special file(s) in the results were not packed (`metadata/skipped.txt`).",
+            "",
+        ]
     lines += [
         "## Re-run",
         "",
@@ -400,9 +442,16 @@ def reproduce_md(
     ]
     if version.commit:
         where = version.remote or "<repository>"
-        lines += ["Instead of step 2, from the repository:", "", "```sh", f"git clone {where} perfsnake && cd perfsnake && git checkout {version.commit}"]
+        lines += [
+            "Instead of step 2, from the repository:",
+            "",
+            "```sh",
+            f"git clone {where} perfsnake && cd perfsnake && git checkout {version.commit}",
+        ]
         if version.dirty:
-            lines.append("git apply ../workflow/uncommitted.diff   # the uncommitted changes the campaign was packed with")
+            lines.append(
+                "git apply ../workflow/uncommitted.diff   # the uncommitted changes the campaign was packed with"
+            )
         lines += ["```", ""]
     lines += [
         "## Compare with the packed results",
@@ -438,13 +487,17 @@ def build(config: dict, overrides: list[str], output: str | None, allow_failed: 
     mains = [c for c in plan.campaigns.values() if not c.control_of]
     if len(mains) != 1:
         names = ", ".join(c.name for c in mains)
-        raise ArtifactError(f"the configuration names {len(mains)} campaigns ({names}); choose one with --config campaign=PATH")
+        raise ArtifactError(
+            f"the configuration names {len(mains)} campaigns ({names}); choose one with --config campaign=PATH"
+        )
     main = mains[0]
     campaigns = [main, *[plan.campaigns[n] for n in plan.controls(main.name)]]
     for c in campaigns:
         csv = Path("results") / c.name / f"{c.name}.csv"
         if not csv.exists():
-            raise ArtifactError(f"campaign {c.name} is not finished: {csv} is missing (run it first: make run CAMPAIGN={main.file})")
+            raise ArtifactError(
+                f"campaign {c.name} is not finished: {csv} is missing (run it first: make run CAMPAIGN={main.file})"
+            )
     failed = failed_runs(plan)
     if failed and not allow_failed:
         raise ArtifactError(
@@ -546,7 +599,11 @@ def compare_summaries(packed: Path, new: Path) -> list[dict[str, object]]:
         old_mean, new_mean = pd.to_numeric(r.get("mean_packed")), pd.to_numeric(r.get("mean_new"))
         low, high = pd.to_numeric(r.get("mean_ci_low_packed")), pd.to_numeric(r.get("mean_ci_high_packed"))
         row |= {"n_packed": r.get("n_packed"), "mean_packed": old_mean, "n_new": r.get("n_new"), "mean_new": new_mean}
-        row["rel_diff"] = (new_mean - old_mean) / abs(old_mean) if pd.notna(old_mean) and pd.notna(new_mean) and old_mean else float("nan")
+        row["rel_diff"] = (
+            (new_mean - old_mean) / abs(old_mean)
+            if pd.notna(old_mean) and pd.notna(new_mean) and old_mean
+            else float("nan")
+        )
         if r["_merge"] != "both":
             row["in_packed_ci"] = "only in packed" if r["_merge"] == "left_only" else "only in new"
         elif pd.isna(low) or pd.isna(high) or pd.isna(new_mean):

@@ -13,23 +13,21 @@ import itertools
 import math
 import re
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
-from perfsnake import ROOT, expressions
+from perfsnake import expressions
 from perfsnake.benchmarks import BUILTINS, make_benchmark
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.errors import CampaignError, did_you_mean
-from perfsnake.schema import fill_defaults, load_schema, schema_defaults  # noqa: F401 - re-exported
 from perfsnake.escape import key_component, record_path, value_text
 from perfsnake.instruments import Instruments
 from perfsnake.platforms import PLATFORMS as PLATFORM_FACTORIES
 from perfsnake.platforms import Local, Platform, make_platform
-
+from perfsnake.schema import fill_defaults, load_schema, schema_defaults  # noqa: F401 - re-exported
 
 #: Columns of the aggregated CSV that variables and metrics may not shadow.
 RESERVED = ("campaign", "benchmark", "run", "status", "exit_code", "wall_s", "start", "end")
@@ -44,9 +42,7 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
     for key_node, _value in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen.add(key)
     return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
@@ -105,10 +101,16 @@ def schema_error(data: Any, schema_name: str, origin: str) -> CampaignError | No
             hint = f"{did_you_mean(extra[0], known)} (known: {', '.join(known)})" if known else ""
             return CampaignError(origin, where, f"unknown key{hint}")
     if error.validator == "pattern":
-        return CampaignError(origin, key, f"{_show(error.instance)} does not match the pattern {error.validator_value!r}")
+        return CampaignError(
+            origin, key, f"{_show(error.instance)} does not match the pattern {error.validator_value!r}"
+        )
     if error.validator == "enum":
         choices = [str(c) for c in error.validator_value]
-        return CampaignError(origin, key, f"{_show(error.instance)} is not one of {', '.join(choices)}{did_you_mean(str(error.instance), choices)}")
+        return CampaignError(
+            origin,
+            key,
+            f"{_show(error.instance)} is not one of {', '.join(choices)}{did_you_mean(str(error.instance), choices)}",
+        )
     if error.validator == "required":
         return CampaignError(origin, key, _one_line(error.message))
     if error.validator == "minItems" and error.validator_value == 1:
@@ -161,23 +163,33 @@ def _sub_schema_error(spec: dict, sub: str, prefix: str, origin: str) -> Campaig
     if error.validator == "additionalProperties":
         known = sorted(error.schema.get("properties", {}))
         extra = sorted(set(error.instance) - set(known))
-        return CampaignError(origin, f"{key}.{extra[0]}", f"unknown key{did_you_mean(extra[0], known)} (known: {', '.join(known)})")
+        return CampaignError(
+            origin, f"{key}.{extra[0]}", f"unknown key{did_you_mean(extra[0], known)} (known: {', '.join(known)})"
+        )
     if error.validator == "type":
         return CampaignError(origin, key, f"expected {_types(error.validator_value)}, got {_show(error.instance)}")
     if error.validator == "pattern":
-        return CampaignError(origin, key, f"{_show(error.instance)} does not match the pattern {error.validator_value!r}")
+        return CampaignError(
+            origin, key, f"{_show(error.instance)} does not match the pattern {error.validator_value!r}"
+        )
     return CampaignError(origin, key, _one_line(error.message))
 
 
 def _benchmark_error(spec: Any, origin: str) -> CampaignError:
     names = ", ".join(sorted([*BUILTINS, "command"]))
     if isinstance(spec, str):
-        return CampaignError(origin, "benchmark", f"unknown benchmark {spec!r}{did_you_mean(spec, [*BUILTINS, 'command'])} (choose from {names})")
+        return CampaignError(
+            origin,
+            "benchmark",
+            f"unknown benchmark {spec!r}{did_you_mean(spec, [*BUILTINS, 'command'])} (choose from {names})",
+        )
     if isinstance(spec, dict):
         kind = spec.get("type")
         if kind not in (*BUILTINS, "command"):
             return CampaignError(origin, "benchmark.type", f"unknown benchmark {kind!r} (choose from {names})")
-        error = _sub_schema_error(spec, "command_benchmark" if kind == "command" else "builtin_benchmark", "benchmark", origin)
+        error = _sub_schema_error(
+            spec, "command_benchmark" if kind == "command" else "builtin_benchmark", "benchmark", origin
+        )
         if error:
             return error
     return CampaignError(origin, "benchmark", f"expected a benchmark name or mapping, got {_show(spec)}")
@@ -191,7 +203,9 @@ def _platform_error(spec: Any, origin: str) -> CampaignError:
         return CampaignError(origin, "platform", f"expected a mapping with a type, got {_show(spec)}")
     kind = spec.get("type")
     if kind not in PLATFORMS:
-        return CampaignError(origin, "platform.type", f"unknown platform {_show(kind)} (choose from {', '.join(PLATFORMS)})")
+        return CampaignError(
+            origin, "platform.type", f"unknown platform {_show(kind)} (choose from {', '.join(PLATFORMS)})"
+        )
     error = _sub_schema_error(spec, f"{kind}_platform", "platform", origin)
     return error or CampaignError(origin, "platform", "invalid platform")
 
@@ -297,7 +311,11 @@ def _expand_values(raw: dict, benchmark: Benchmark, origin: str) -> dict[str, li
         if isinstance(spec, str):
             generated = benchmark.generate_values(var, spec)
             if generated is None:
-                raise CampaignError(origin, f"variables.{var}", f"{spec!r} is neither a list of values nor a generator the {benchmark.name} benchmark knows")
+                raise CampaignError(
+                    origin,
+                    f"variables.{var}",
+                    f"{spec!r} is neither a list of values nor a generator the {benchmark.name} benchmark knows",
+                )
             spec = generated
         seen: set[str] = set()
         for value in spec:
@@ -327,13 +345,19 @@ def _records(data: dict, values: dict[str, list], origin: str) -> tuple[list[str
     for i, rec in enumerate(records):
         sig = tuple(value_text(rec[v]) for v in order)
         if sig in seen:
-            where = f"records[{i - (len(records) - len(data['records']))}]" if i >= len(records) - len(data["records"]) else "variables"
+            where = (
+                f"records[{i - (len(records) - len(data['records']))}]"
+                if i >= len(records) - len(data["records"])
+                else "variables"
+            )
             raise CampaignError(origin, where, "duplicate record")
         seen.add(sig)
     for i, pattern in enumerate(data["exclude"]):
         unknown = sorted(set(pattern) - set(order))
         if unknown:
-            raise CampaignError(origin, f"exclude[{i}].{unknown[0]}", f"not a variable (variables: {', '.join(order) or 'none'})")
+            raise CampaignError(
+                origin, f"exclude[{i}].{unknown[0]}", f"not a variable (variables: {', '.join(order) or 'none'})"
+            )
         want = {k: value_text(v) for k, v in pattern.items()}
         records = [r for r in records if any(value_text(r[k]) != v for k, v in want.items())]
     if not records and (values or data["records"]):
@@ -352,7 +376,9 @@ def _check_names(order: list[str], metrics: list[str], origin: str) -> None:
             raise CampaignError(origin, f"benchmark.metrics.{metric}", "clashes with a variable or a reserved column")
 
 
-def _check_plots(plots: list[dict], order: list[str], metrics: list[str], origin: str, recs: list[dict] | None = None) -> list[dict]:
+def _check_plots(
+    plots: list[dict], order: list[str], metrics: list[str], origin: str, recs: list[dict] | None = None
+) -> list[dict]:
     """Plot entries with their names; every axis names a variable or metric,
     and every variable that varies is mapped (else the plot would silently
     average across it)."""
@@ -364,21 +390,35 @@ def _check_plots(plots: list[dict], order: list[str], metrics: list[str], origin
     for i, plot in enumerate(plots):
         for axis in ("x", "color", "row", "column", "facet"):
             if axis in plot and plot[axis] not in columns | numeric:
-                raise CampaignError(origin, f"plots[{i}].{axis}", f"{plot[axis]!r} is not a variable or metric (variables: {', '.join(sorted(columns))}; metrics: {', '.join(sorted(numeric))})")
+                raise CampaignError(
+                    origin,
+                    f"plots[{i}].{axis}",
+                    f"{plot[axis]!r} is not a variable or metric (variables: {', '.join(sorted(columns))}; metrics: {', '.join(sorted(numeric))})",
+                )
         if "facet" in plot and "column" in plot:
             raise CampaignError(origin, f"plots[{i}].facet", "facet is another name for column: set only one")
         ys = plot["y"] if isinstance(plot["y"], list) else [plot["y"]]
         ys = [*ys, *(m for m in plot.get("metrics", []) if m not in ys)]
         for y in ys:
             if y not in numeric:
-                key = f"plots[{i}].y" if y in (plot["y"] if isinstance(plot["y"], list) else [plot["y"]]) else f"plots[{i}].metrics"
+                key = (
+                    f"plots[{i}].y"
+                    if y in (plot["y"] if isinstance(plot["y"], list) else [plot["y"]])
+                    else f"plots[{i}].metrics"
+                )
                 raise CampaignError(origin, key, f"{y!r} is not a metric (metrics: {', '.join(sorted(numeric))})")
         if len(ys) > 1 and "row" in plot and ("column" in plot or "facet" in plot):
-            raise CampaignError(origin, f"plots[{i}].y", "several metrics take the rows or the columns: drop row or column")
+            raise CampaignError(
+                origin, f"plots[{i}].y", "several metrics take the rows or the columns: drop row or column"
+            )
         mapped = {plot.get(a) for a in ("x", "color", "row", "column", "facet")}
         loose = [v for v in varying if v not in mapped]
         if loose:
-            raise CampaignError(origin, f"plots[{i}]", f"{loose[0]!r} varies but is not mapped: set it as x, color, row or column (or fix it with records:)")
+            raise CampaignError(
+                origin,
+                f"plots[{i}]",
+                f"{loose[0]!r} varies but is not mapped: set it as x, color, row or column (or fix it with records:)",
+            )
         for var in plot.get("labels", {}):
             if var not in columns | numeric:
                 raise CampaignError(origin, f"plots[{i}].labels.{var}", "not a variable or metric")
@@ -404,7 +444,9 @@ def _compare_pairs(entries: list[dict], recs: list[dict], order: list[str], orig
         for side, part in (("a", a), ("b", b)):
             unknown = sorted(set(part) - set(order))
             if unknown:
-                raise CampaignError(origin, f"compare[{i}].{side}.{unknown[0]}", f"not a variable (variables: {', '.join(order)})")
+                raise CampaignError(
+                    origin, f"compare[{i}].{side}.{unknown[0]}", f"not a variable (variables: {', '.join(order)})"
+                )
         if set(a) != set(b):
             raise CampaignError(origin, f"compare[{i}]", "a and b must set the same variables")
         found = 0
@@ -438,7 +480,11 @@ def _derived(spec: dict[str, str], variables: list[str], metrics: list[str], ori
         known = [*metrics, "wall_s", *variables, *out]
         for used in sorted(expressions.names(tree)):
             if used not in known:
-                raise CampaignError(origin, key, f"unknown name {used!r}{did_you_mean(used, known)} (metrics, variables and earlier derived metrics)")
+                raise CampaignError(
+                    origin,
+                    key,
+                    f"unknown name {used!r}{did_you_mean(used, known)} (metrics, variables and earlier derived metrics)",
+                )
         out[name] = tree
     return out
 
@@ -473,22 +519,42 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     platform = make_platform(data["platform"], order, origin)
     platform.check(instruments, origin)
     derived = _derived(data["derived"], order, [*benchmark.metrics, *instruments.declared_metrics()], origin)
-    plots = _check_plots(data["plots"], order, [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin, recs)
-    for var in (data["statistics"].get("baseline") or {}):
+    plots = _check_plots(
+        data["plots"], order, [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin, recs
+    )
+    for var in data["statistics"].get("baseline") or {}:
         if var not in order:
             raise CampaignError(origin, f"statistics.baseline.{var}", f"not a variable (variables: {', '.join(order)})")
         if value_text(data["statistics"]["baseline"][var]) not in {value_text(r[var]) for r in recs}:
-            raise CampaignError(origin, f"statistics.baseline.{var}", f"{value_text(data['statistics']['baseline'][var])!r} is not a value of {var}")
-    if data["statistics"]["warmup"] == "wps" and benchmark.readings("") is None and not (isinstance(data["benchmark"], dict) and data["benchmark"].get("readings")):
-        raise CampaignError(origin, "statistics.warmup", "wps needs unit readings: set benchmark.readings (a regex with work and seconds groups)")
+            raise CampaignError(
+                origin,
+                f"statistics.baseline.{var}",
+                f"{value_text(data['statistics']['baseline'][var])!r} is not a value of {var}",
+            )
+    if (
+        data["statistics"]["warmup"] == "wps"
+        and benchmark.readings("") is None
+        and not (isinstance(data["benchmark"], dict) and data["benchmark"].get("readings"))
+    ):
+        raise CampaignError(
+            origin,
+            "statistics.warmup",
+            "wps needs unit readings: set benchmark.readings (a regex with work and seconds groups)",
+        )
     for var in data["statistics"].get("compare") or []:
         if var not in order:
-            raise CampaignError(origin, "statistics.compare", f"{var!r} is not a variable (variables: {', '.join(order)})")
+            raise CampaignError(
+                origin, "statistics.compare", f"{var!r} is not a variable (variables: {', '.join(order)})"
+            )
     precision = None
     if "precision" in data:
         precision = dict(data["precision"])  # defaults filled from the schema
         if precision["metric"] not in [*benchmark.metrics, *instruments.declared_metrics(), *derived, "wall_s"]:
-            raise CampaignError(origin, "precision.metric", f"{precision['metric']!r} is not a metric (metrics: {', '.join([*benchmark.metrics, 'wall_s'])})")
+            raise CampaignError(
+                origin,
+                "precision.metric",
+                f"{precision['metric']!r} is not a metric (metrics: {', '.join([*benchmark.metrics, 'wall_s'])})",
+            )
         if precision["min_runs"] > precision["max_runs"]:
             raise CampaignError(origin, "precision.min_runs", "is larger than max_runs")
         if "nb_runs" in raw:
@@ -537,10 +603,14 @@ def control_campaigns(c: Campaign) -> list[Campaign]:
     treatments = [i for i in c.instruments.all() if not i.observer]
     if not observers:
         kinds = ", ".join(i.kind for i in treatments) or "none"
-        raise CampaignError(c.origin, "control", f"no observing instrument to control for (the instruments here are part of the experiment: {kinds})")
+        raise CampaignError(
+            c.origin,
+            "control",
+            f"no observing instrument to control for (the instruments here are part of the experiment: {kinds})",
+        )
     variants = [("control", c.instruments.keeping(treatments))]
     if mode == "per_instrument":
-        kinds = [i.kind for i in observers]
+        kinds = [i.kind for i in observers]  # type: ignore[assignment]
         for i, inst in enumerate(observers):
             label = inst.kind if kinds.count(inst.kind) == 1 else f"{inst.kind}{i}"
             variants.append((f"only-{label}", c.instruments.keeping([*treatments, inst])))

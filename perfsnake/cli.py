@@ -28,6 +28,7 @@ from perfsnake.errors import CampaignError
 from perfsnake.outcomes import failed_runs, set_aside
 from perfsnake.planning import campaign_files, index_from_config
 
+
 def _config(overrides: list[str]) -> dict:
     local = Path("config/config.yaml")
     config = yaml.safe_load((local if local.exists() else ROOT / local).read_text()) or {}
@@ -38,9 +39,13 @@ def _config(overrides: list[str]) -> dict:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="perfsnake", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="perfsnake", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    val = sub.add_parser("validate", help="check campaign files before anything runs (one line per problem); writes nothing")
+    val = sub.add_parser(
+        "validate", help="check campaign files before anything runs (one line per problem); writes nothing"
+    )
     val.add_argument("files", nargs="+", metavar="FILE", help="campaign YAML files")
 
     def config_option(p: argparse.ArgumentParser) -> None:
@@ -49,20 +54,35 @@ def _parser() -> argparse.ArgumentParser:
 
     failed = sub.add_parser("failed", help="list the run directories whose run failed or timed out")
     config_option(failed)
-    rerun = sub.add_parser("rerun-failed", help="set failed attempts aside (previous/attempt-K) and re-run only those runs")
+    rerun = sub.add_parser(
+        "rerun-failed", help="set failed attempts aside (previous/attempt-K) and re-run only those runs"
+    )
     config_option(rerun)
     rerun.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: extra arguments for snakemake")
-    summary = sub.add_parser("summary", help="per campaign: ok / failed / timeout / unparsed counts, files, top differences")
+    summary = sub.add_parser(
+        "summary", help="per campaign: ok / failed / timeout / unparsed counts, files, top differences"
+    )
     config_option(summary)
-    summary.add_argument("--strict", action="store_true", help="exit with status 1 when any run failed, timed out or did not parse (for CI)")
-    cmp = sub.add_parser("compare", help="compare a re-run's summary.csv with a packed one (per record and metric: means, in the packed interval?)")
+    summary.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit with status 1 when any run failed, timed out or did not parse (for CI)",
+    )
+    cmp = sub.add_parser(
+        "compare",
+        help="compare a re-run's summary.csv with a packed one (per record and metric: means, in the packed interval?)",
+    )
     cmp.add_argument("packed", metavar="PACKED.csv", help="summary.csv from the artifact")
     cmp.add_argument("new", metavar="NEW.csv", help="summary.csv of the re-run")
     art = sub.add_parser("artifact", help="pack a finished campaign (zip: campaign, config, workflow, results, report)")
     config_option(art)
-    art.add_argument("--output", metavar="FILE.zip", help="default: results/<campaign>/artifact/<campaign>-artifact.zip")
+    art.add_argument(
+        "--output", metavar="FILE.zip", help="default: results/<campaign>/artifact/<campaign>-artifact.zip"
+    )
     art.add_argument("--allow-failed", action="store_true", help="pack even if some runs failed or timed out")
-    art.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: extra arguments for snakemake --report")
+    art.add_argument(
+        "snakemake_args", nargs=argparse.REMAINDER, help="after --: extra arguments for snakemake --report"
+    )
     return parser
 
 
@@ -85,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
             from perfsnake.artifact import ArtifactError, build
 
             try:
-                out = build(config, args.config, args.output, args.allow_failed, [a for a in args.snakemake_args if a != "--"])
+                out = build(
+                    config, args.config, args.output, args.allow_failed, [a for a in args.snakemake_args if a != "--"]
+                )
             except ArtifactError as exc:
                 print(f"perfsnake: artifact: {exc}", file=sys.stderr)
                 return 1

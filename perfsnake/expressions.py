@@ -45,7 +45,12 @@ def parse(text: str) -> ast.Expression:
             continue
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             continue
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS and not node.keywords:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in FUNCTIONS
+            and not node.keywords
+        ):
             continue
         raise ExpressionError(f"{ast.unparse(node) if hasattr(node, 'lineno') else type(node).__name__!r} is not allowed "
                               f"(numbers, names, + - * / // % **, and {', '.join(FUNCTIONS)})")  # fmt: skip

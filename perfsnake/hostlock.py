@@ -70,7 +70,9 @@ def host_lock() -> Iterator[int]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"[perfsnake] waiting for {path}: another benchmark runs on this machine", file=sys.stderr, flush=True)
+            print(
+                f"[perfsnake] waiting for {path}: another benchmark runs on this machine", file=sys.stderr, flush=True
+            )
             fcntl.flock(fd, fcntl.LOCK_EX)
         _held.fd = fd
         yield fd

@@ -67,7 +67,9 @@ class CampaignIndex:
     def _add_build(self, c: Campaign, bench: Benchmark, key: str, params: dict[str, object], platform: str) -> str:
         previous = self.builds.get((bench.key, key))
         if previous and previous.bench.fingerprint() != bench.fingerprint():
-            raise CampaignError(c.origin, "benchmark", f"build {bench.key}/{key} is defined differently by another campaign")
+            raise CampaignError(
+                c.origin, "benchmark", f"build {bench.key}/{key} is defined differently by another campaign"
+            )
         self.builds[(bench.key, key)] = BuildEntry(bench, params, platform)
         return layout.build_dir(bench.key, key)
 
@@ -105,7 +107,9 @@ class CampaignIndex:
             targets.append(layout.overhead(name))
         for plot in c.plots:
             targets += [layout.plot(name, plot["name"], ext) for ext in ("svg", "png", "pdf")]
-        targets += report_targets(name, bool(self.controls(name)), any(t.endswith(".svg") for t in self.instrument_targets(name)))
+        targets += report_targets(
+            name, bool(self.controls(name)), any(t.endswith(".svg") for t in self.instrument_targets(name))
+        )
         return targets
 
     def instrument_targets(self, name: str) -> list[str]:
@@ -146,7 +150,9 @@ class CampaignIndex:
         run, so that runs of different builds interleave instead of running in
         blocks, one per build."""
         group = [name, *self.controls(name)]
-        return sorted({p for n in group for p in (*self.tools[n], *(q for needs in self.run_needs[n].values() for q in needs))})
+        return sorted(
+            {p for n in group for p in (*self.tools[n], *(q for needs in self.run_needs[n].values() for q in needs))}
+        )
 
     def ready_flag(self, name: str) -> str:
         """The marker a campaign's runs wait for (a control campaign shares the
@@ -208,7 +214,11 @@ class CampaignIndex:
             record = c.by_path[record_path]
             if name not in self._fingerprints:
                 self._fingerprints[name] = c.fingerprint()
-            data: dict[str, object] = {"record": record.values, "benchmark": self._fingerprints[name], "duration_s": c.duration_s}
+            data: dict[str, object] = {
+                "record": record.values,
+                "benchmark": self._fingerprints[name],
+                "duration_s": c.duration_s,
+            }
             if c.platform.fingerprint():
                 data["platform"] = c.platform.fingerprint()
             spec = self._specs[key] = json.dumps(data, sort_keys=True, default=str)

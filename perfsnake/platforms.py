@@ -123,7 +123,9 @@ class Local:
 
     def build(self, script_file: Path, build_dir: Path, log_file: Path, inputs: list[Path]) -> int:
         with log_file.open("w") as log:
-            return subprocess.run(["bash", str(script_file)], cwd=build_dir, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+            return subprocess.run(
+                ["bash", str(script_file)], cwd=build_dir, stdout=log, stderr=subprocess.STDOUT, check=False
+            ).returncode
 
     def local_inputs(self) -> list[str]:
         """What a run needs built here: the launcher."""
@@ -131,7 +133,21 @@ class Local:
 
 
 #: Engine options the platform sets itself (or that would defeat it).
-_RESERVED = {"network", "net", "name", "rm", "volume", "v", "detach", "d", "interactive", "i", "workdir", "w", "entrypoint"}
+_RESERVED = {
+    "network",
+    "net",
+    "name",
+    "rm",
+    "volume",
+    "v",
+    "detach",
+    "d",
+    "interactive",
+    "i",
+    "workdir",
+    "w",
+    "entrypoint",
+}
 
 
 @dataclass(frozen=True)
@@ -166,7 +182,9 @@ class Container:
         digest = hashlib.sha256(str(run_dir).encode()).hexdigest()[:16]
         return f"perfsnake-{digest}-{os.getpid()}"
 
-    def run_argv(self, workdir: Path, run_dir: Path, timeout_s: float | None, params: Mapping[str, object]) -> list[str]:
+    def run_argv(
+        self, workdir: Path, run_dir: Path, timeout_s: float | None, params: Mapping[str, object]
+    ) -> list[str]:
         resources = workdir / "resources"
         argv = [self.engine, "run", "--rm", "-i", "--name", self.container_name(run_dir), f"--network={self.network}",
                 "-v", f"{resources}:{resources}:rw", "-v", f"{run_dir}:{run_dir}:rw", "-w", str(run_dir)]  # fmt: skip
@@ -261,15 +279,25 @@ class Ssh:
     def fingerprint(self) -> dict[str, object] | None:
         return {"type": "ssh", "target": self.target, "port": self.port, "remote_dir": self.remote_dir}
 
-    def check(self, instruments: Instruments, origin: str) -> None:  # type: ignore[override]
+    def check(self, instruments: Instruments, origin: str) -> None:
         """Instruments that act on this machine or need local files cannot follow."""
         for hook in [*instruments.pre, *instruments.post]:
             if hook.kind != "cooldown":
-                raise CampaignError(origin, "platform", f"the {hook.kind} hook acts on this machine, not on {self.host} (only cooldown runs with platform ssh)")
+                raise CampaignError(
+                    origin,
+                    "platform",
+                    f"the {hook.kind} hook acts on this machine, not on {self.host} (only cooldown runs with platform ssh)",
+                )
         if instruments.libs:
-            raise CampaignError(origin, "platform", "shared_libs are not available with platform ssh (their paths are this machine's)")
+            raise CampaignError(
+                origin, "platform", "shared_libs are not available with platform ssh (their paths are this machine's)"
+            )
         if instruments.uses("perf_record"):
-            raise CampaignError(origin, "platform", "perf_record needs the binaries next to perf.data; it is not available with platform ssh")
+            raise CampaignError(
+                origin,
+                "platform",
+                "perf_record needs the binaries next to perf.data; it is not available with platform ssh",
+            )
 
     def ssh_argv(self) -> list[str]:
         argv = ["ssh", "-o", "BatchMode=yes", "-p", str(self.port)]
@@ -314,7 +342,9 @@ class Ssh:
                               capture_output=True, check=False)  # fmt: skip
         tar.stdout.close()
         if tar.wait() != 0 or proc.returncode != 0:
-            raise PlatformError(f"copying {len(paths)} path(s) to {self.target}:{self.remote_dir} failed: {proc.stderr.decode(errors='replace').strip()}")
+            raise PlatformError(
+                f"copying {len(paths)} path(s) to {self.target}:{self.remote_dir} failed: {proc.stderr.decode(errors='replace').strip()}"
+            )
 
     def prepare(self, workdir: Path) -> dict[str, str]:
         """Once per workflow process: the launcher built there, the host's facts."""
@@ -325,7 +355,9 @@ class Ssh:
             self.upload([LAUNCHER_SOURCE])
             proc = self._ssh(f"mkdir -p $(dirname {launcher}) && cc -O2 -Wall -Wextra -Werror -o {launcher} {source}")
             if proc.returncode != 0:
-                raise PlatformError(f"building the launcher on {self.target} failed: {proc.stderr.decode(errors='replace').strip()}")
+                raise PlatformError(
+                    f"building the launcher on {self.target} failed: {proc.stderr.decode(errors='replace').strip()}"
+                )
             self._facts[key] = self.facts()
         return self._facts[key]
 
@@ -349,14 +381,20 @@ class Ssh:
         if code == 255:
             raise PlatformError(f"ssh to {self.target} port {self.port} failed during the run")
         self.fetch(run_dir)
-        (run_dir / PLATFORM_FILE).write_text(json.dumps({**(self.fingerprint() or {}), "remote_run_dir": self.remote(run_dir), **facts}, indent=1) + "\n")
+        (run_dir / PLATFORM_FILE).write_text(
+            json.dumps({**(self.fingerprint() or {}), "remote_run_dir": self.remote(run_dir), **facts}, indent=1) + "\n"
+        )
         return code
 
     def fetch(self, run_dir: Path) -> None:
         """The remote run directory's files into the local one."""
-        proc = subprocess.run([*self.ssh_argv(), f"tar -C {shlex.quote(self.remote(run_dir))} -cf - ."], capture_output=True, check=False)
+        proc = subprocess.run(
+            [*self.ssh_argv(), f"tar -C {shlex.quote(self.remote(run_dir))} -cf - ."], capture_output=True, check=False
+        )
         if proc.returncode != 0:
-            raise PlatformError(f"fetching {self.remote(run_dir)} from {self.target} failed: {proc.stderr.decode(errors='replace').strip()}")
+            raise PlatformError(
+                f"fetching {self.remote(run_dir)} from {self.target} failed: {proc.stderr.decode(errors='replace').strip()}"
+            )
         with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
             tar.extractall(run_dir, filter="data")  # refuses links or paths leaving run_dir
 
@@ -366,8 +404,12 @@ class Ssh:
         script = self.map_paths(script_file.read_text(), [workdir, ROOT])
         rbuild = shlex.quote(self.remote(build_dir))
         log_file.write_text(f"# building on {self.target} in {self.remote(build_dir)}\n")
-        proc = self._ssh(f"rm -rf {rbuild} && mkdir -p {rbuild} && cd {rbuild} && bash -s", stdin=script.encode(), log=log_file)
-        (build_dir / PLATFORM_FILE).write_text(json.dumps({**(self.fingerprint() or {}), "remote_build_dir": self.remote(build_dir)}, indent=1) + "\n")
+        proc = self._ssh(
+            f"rm -rf {rbuild} && mkdir -p {rbuild} && cd {rbuild} && bash -s", stdin=script.encode(), log=log_file
+        )
+        (build_dir / PLATFORM_FILE).write_text(
+            json.dumps({**(self.fingerprint() or {}), "remote_build_dir": self.remote(build_dir)}, indent=1) + "\n"
+        )
         return proc.returncode
 
     def local_inputs(self) -> list[str]:
@@ -378,11 +420,15 @@ Platform = Local | Container | Ssh
 
 
 def _container(spec: Mapping[str, object], variables: list[str], origin: str) -> Container:
-    options = tuple(str(o) for o in spec.get("options") or ())  # type: ignore[union-attr]
+    options = tuple(str(o) for o in spec.get("options") or ())  # type: ignore[attr-defined]
     for option in options:
         name = option[2:].split("=", 1)[0]
         if name in _RESERVED:
-            raise CampaignError(origin, "platform.options", f"{option!r} is set by perfsnake itself (reserved: --{', --'.join(sorted(_RESERVED))})")
+            raise CampaignError(
+                origin,
+                "platform.options",
+                f"{option!r} is set by perfsnake itself (reserved: --{', --'.join(sorted(_RESERVED))})",
+            )
     cpuset = spec.get("cpuset")
     if cpuset is not None:
         try:
@@ -391,7 +437,11 @@ def _container(spec: Mapping[str, object], variables: list[str], origin: str) ->
             raise CampaignError(origin, "platform.cpuset", str(exc)) from None
         unknown = sorted(names - set(variables))
         if unknown:
-            raise CampaignError(origin, "platform.cpuset", f"{{{unknown[0]}}} is not a variable (variables: {', '.join(variables) or 'none'})")
+            raise CampaignError(
+                origin,
+                "platform.cpuset",
+                f"{{{unknown[0]}}} is not a variable (variables: {', '.join(variables) or 'none'})",
+            )
     return Container(image=str(spec["image"]), engine=str(spec.get("engine", "podman")), network=str(spec.get("network", "none")),
                      cpuset=None if cpuset is None else str(cpuset), options=options)  # fmt: skip
 
@@ -399,13 +449,16 @@ def _container(spec: Mapping[str, object], variables: list[str], origin: str) ->
 def _ssh(spec: Mapping[str, object], variables: list[str], origin: str) -> Ssh:
     remote_dir = str(spec.get("remote_dir", "/tmp/perfsnake-remote"))
     if ".." in remote_dir.split("/") or remote_dir.rstrip("/") == "":
-        raise CampaignError(origin, "platform.remote_dir", f"{remote_dir!r} must be an absolute directory other than / without '..'")
-    options = tuple((str(k), value_text(v)) for k, v in (spec.get("options") or {}).items())  # type: ignore[union-attr]
+        raise CampaignError(
+            origin, "platform.remote_dir", f"{remote_dir!r} must be an absolute directory other than / without '..'"
+        )
+    options = tuple((str(k), value_text(v)) for k, v in (spec.get("options") or {}).items())  # type: ignore[attr-defined]
     for key, value in options:
         if any(c.isspace() for c in value) or not value:
             raise CampaignError(origin, f"platform.options.{key}", f"{value!r} must be one word")
-    return Ssh(host=str(spec["host"]), user=spec.get("user"), port=int(spec.get("port", 22)),  # type: ignore[arg-type]
-               identity=spec.get("identity"), remote_dir=remote_dir, options=options)  # type: ignore[arg-type]  # fmt: skip
+    user, identity = spec.get("user"), spec.get("identity")
+    return Ssh(host=str(spec["host"]), user=None if user is None else str(user), port=int(str(spec.get("port", 22))),
+               identity=None if identity is None else str(identity), remote_dir=remote_dir, options=options)  # fmt: skip
 
 
 #: The platform catalog: `platform.type` -> factory (the schema's name list is

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+
 def _comment_lines(items: Mapping[str, object]) -> str:
     out = []
     for key, value in items.items():
@@ -30,7 +31,9 @@ def _comment_lines(items: Mapping[str, object]) -> str:
 META_COUNT = "metadata_lines"
 
 
-def write_csv(path: Path, rows: list[dict], columns: list[str], head: Mapping[str, object], foot: Mapping[str, object]) -> None:
+def write_csv(
+    path: Path, rows: list[dict], columns: list[str], head: Mapping[str, object], foot: Mapping[str, object]
+) -> None:
     """Metadata only above the header, its length on the first line, so a
     reader skips exactly those lines and never mistakes a value for a comment
     (a `#` inside a value, as in `C#`, is data)."""
@@ -62,7 +65,9 @@ def read_results(source: str | Path | io.TextIOBase, dtype: object = None) -> pd
     """A campaign CSV read back exactly: the metadata block is skipped by its
     count, never by a comment character; "NA" and the like stay strings."""
     text = _text(source)
-    return pd.read_csv(io.StringIO(text), skiprows=metadata_lines(text), keep_default_na=False, na_values=[""], dtype=dtype)
+    return pd.read_csv(
+        io.StringIO(text), skiprows=metadata_lines(text), keep_default_na=False, na_values=[""], dtype=dtype
+    )
 
 
 def read_results_metadata(source: str | Path | io.TextIOBase) -> dict[str, str]:

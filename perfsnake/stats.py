@@ -82,7 +82,11 @@ def ar1_coefficient(r: float | np.ndarray, n: int) -> float | np.ndarray:
     `debiased` still falls short by 0.03-0.05 at rho = 0.7-0.9), clipped to
     [PHI_LOW, PHI_HIGH]; 0 where undefined."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        rho = (np.asarray(r, dtype=float) + 1.0 / n) / (1.0 - 4.0 / n) if n > 5 else np.asarray(debiased(r, n), dtype=float)
+        rho = (
+            (np.asarray(r, dtype=float) + 1.0 / n) / (1.0 - 4.0 / n)
+            if n > 5
+            else np.asarray(debiased(r, n), dtype=float)
+        )
     return np.nan_to_num(np.clip(rho, PHI_LOW, PHI_HIGH), nan=0.0)
 
 
@@ -184,14 +188,18 @@ def t_interval(x: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def mean_intervals(x: np.ndarray, confidence: float, threshold: float = 0.1) -> tuple[np.ndarray, np.ndarray, MeanVariance]:
+def mean_intervals(
+    x: np.ndarray, confidence: float, threshold: float = 0.1
+) -> tuple[np.ndarray, np.ndarray, MeanVariance]:
     """Intervals of the mean of each row (subsessions + AR(1) correction)."""
     mv = mean_variance(x, threshold)
     half = t_quantile(confidence, mv.df) * np.sqrt(mv.variance)
     return mv.mean - half, mv.mean + half, mv
 
 
-def mean_interval(x: np.ndarray, confidence: float, threshold: float = 0.1) -> tuple[tuple[float, float], int, float, np.ndarray]:
+def mean_interval(
+    x: np.ndarray, confidence: float, threshold: float = 0.1
+) -> tuple[tuple[float, float], int, float, np.ndarray]:
     """((low, high), subsession size, residual lag-1 r, subsession means)."""
     x = np.asarray(x, dtype=float)
     if len(x) < 2:
@@ -209,7 +217,9 @@ def mean_interval_note(mv: MeanVariance, row: int = 0) -> str:
     if m < RELIABLE_SUBSESSIONS:
         return f"approximate: {m} subsessions are too few to estimate their autocorrelation"
     if df < 4:
-        return f"approximate: about {df + 1:.0f} independent samples (residual autocorrelation {float(mv.phi[row]):.2f})"
+        return (
+            f"approximate: about {df + 1:.0f} independent samples (residual autocorrelation {float(mv.phi[row]):.2f})"
+        )
     return ""
 
 
@@ -275,7 +285,9 @@ def summarise(samples: np.ndarray, confidence: float = 0.95, threshold: float = 
     n = len(x)
     nan = float("nan")
     if n == 0:
-        return Summary(0, nan, nan, nan, nan, nan, nan, confidence, nan, nan, "no samples", nan, nan, "none", nan, nan, 1, nan, 0)
+        return Summary(
+            0, nan, nan, nan, nan, nan, nan, confidence, nan, nan, "no samples", nan, nan, "none", nan, nan, 1, nan, 0
+        )
     lo, hi, note, size, r_merged = _mean_ci(x, confidence, threshold)
     mlo, mhi, method, level = median_interval(x, confidence)
     mean = float(x.mean())
@@ -301,7 +313,13 @@ def _mean_ci(x: np.ndarray, confidence: float, threshold: float) -> tuple[float,
         size, r, note = 1, float("nan"), "approximate: 2 samples, autocorrelation unknown"
     else:
         los, his, mv = mean_intervals(x[None, :], confidence, threshold)
-        lo, hi, size, r, note = float(los[0]), float(his[0]), int(mv.size[0]), float(mv.residual_r[0]), mean_interval_note(mv)
+        lo, hi, size, r, note = (
+            float(los[0]),
+            float(his[0]),
+            int(mv.size[0]),
+            float(mv.residual_r[0]),
+            mean_interval_note(mv),
+        )
     if lo < 0 and (x > 0).all():
         lo = 0.0
         note = "; ".join(filter(None, [note, "truncated at 0 (positive metric)"]))
@@ -322,7 +340,9 @@ class Comparison:
     significant: bool
 
 
-def _comparison(ma: float, mb: float, va: float, vb: float, da: float, db: float, confidence: float, alpha: float) -> Comparison:
+def _comparison(
+    ma: float, mb: float, va: float, vb: float, da: float, db: float, confidence: float, alpha: float
+) -> Comparison:
     """Welch's test and interval of mb - ma from each mean's variance and degrees of freedom."""
     from scipy import stats
 
@@ -330,7 +350,9 @@ def _comparison(ma: float, mb: float, va: float, vb: float, da: float, db: float
     se = math.sqrt(va + vb)
     if se == 0:
         same = ma == mb
-        return Comparison(ma, mb, mb - ma, rel, float("nan"), float("nan"), 1.0 if same else 0.0, mb - ma, mb - ma, not same)
+        return Comparison(
+            ma, mb, mb - ma, rel, float("nan"), float("nan"), 1.0 if same else 0.0, mb - ma, mb - ma, not same
+        )
     t = (mb - ma) / se
     df = (va + vb) ** 2 / (va**2 / da + vb**2 / db)  # Welch-Satterthwaite
     p = float(2 * stats.t.sf(abs(t), df))
@@ -343,10 +365,14 @@ def welch(a: np.ndarray, b: np.ndarray, confidence: float = 0.95, alpha: float =
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    return _comparison(float(a.mean()), float(b.mean()), float(va), float(vb), len(a) - 1, len(b) - 1, confidence, alpha)
+    return _comparison(
+        float(a.mean()), float(b.mean()), float(va), float(vb), len(a) - 1, len(b) - 1, confidence, alpha
+    )
 
 
-def welch_on_subsessions(a: np.ndarray, b: np.ndarray, confidence: float, alpha: float, threshold: float = 0.1) -> tuple[Comparison, int]:
+def welch_on_subsessions(
+    a: np.ndarray, b: np.ndarray, confidence: float, alpha: float, threshold: float = 0.1
+) -> tuple[Comparison, int]:
     """Welch's test of b against a when the samples may be autocorrelated:
     each side's mean has the variance and degrees of freedom of its interval
     (subsession means, AR(1) correction of what correlation remains). Returns
@@ -424,7 +450,9 @@ class SteadyState:
         return self.n - (self.end - self.start)
 
 
-def steady_segment(series: np.ndarray, penalty: float | None = None, min_size: int = 2, separation: float = 5.0) -> SteadyState:
+def steady_segment(
+    series: np.ndarray, penalty: float | None = None, min_size: int = 2, separation: float = 5.0
+) -> SteadyState:
     """Pilot's rule on change points: the stable phase is the longest segment,
     and only if it holds more than half of the samples; otherwise the whole
     series is kept.
@@ -509,7 +537,9 @@ def _refine(y: np.ndarray, segments: list[tuple[int, int]], min_size: int) -> li
     return segments
 
 
-def _merge_close(y: np.ndarray, segments: list[tuple[int, int]], sigma: float, phi: float, separation: float) -> list[tuple[int, int]]:
+def _merge_close(
+    y: np.ndarray, segments: list[tuple[int, int]], sigma: float, phi: float, separation: float
+) -> list[tuple[int, int]]:
     """Merge the adjacent pair of segments whose means are closest (in
     standard errors of the AR(1) noise), until every pair is `separation` apart."""
     starts = [s for s, _ in segments]

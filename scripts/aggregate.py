@@ -6,14 +6,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
-from perfsnake.stages.aggregate import aggregate  # noqa: E402
 from perfsnake.scripting import logged  # noqa: E402
+from perfsnake.stages.aggregate import aggregate  # noqa: E402
 
 sm = snakemake  # noqa: F821
 
 
 def main() -> None:
-    aggregate(sm.input.results, json.loads(sm.params.campaign), Path(sm.output.csv), Path(sm.output.json), Path(sm.output.commands))
+    aggregate(
+        sm.input.results,
+        json.loads(sm.params.campaign),
+        Path(sm.output.csv),
+        Path(sm.output.json),
+        Path(sm.output.commands),
+    )
 
 
 logged(sm.log[0], main)

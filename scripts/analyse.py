@@ -6,8 +6,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
-from perfsnake.stages.analysis import analyse  # noqa: E402
 from perfsnake.scripting import logged  # noqa: E402
+from perfsnake.stages.analysis import analyse  # noqa: E402
 
 sm = snakemake  # noqa: F821
 

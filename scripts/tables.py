@@ -17,7 +17,9 @@ def main() -> None:
     info = json.loads(sm.params.campaign)
     name = info["name"]
     if sm.rule == "summary_tables":
-        tables.write_summary_tables(Path(sm.input.summary), info, Path(sm.output.md), Path(sm.output.tex), Path(sm.output.org))
+        tables.write_summary_tables(
+            Path(sm.input.summary), info, Path(sm.output.md), Path(sm.output.tex), Path(sm.output.org)
+        )
     elif sm.rule == "report_pages":
         out = {k: Path(getattr(sm.output, k)) for k in ("landing", "machine", "summary", "comparisons", "significant")}
         tables.write_pages(info, sm.params.description, Path(sm.input.rows), Path(sm.input.summary), Path(sm.input.comparisons),
@@ -25,7 +27,9 @@ def main() -> None:
     elif sm.rule == "overhead_page":
         tables.csv_html(Path(sm.input.overhead), Path(sm.output.overhead), f"{name}: instrument overhead")
     else:
-        tables.write_flamegraph_page(json.loads(sm.params.entries), Path(sm.output.flamegraphs), f"{name}: flame graphs")
+        tables.write_flamegraph_page(
+            json.loads(sm.params.entries), Path(sm.output.flamegraphs), f"{name}: flame graphs"
+        )
 
 
 logged(sm.log[0], main)

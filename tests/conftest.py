@@ -8,4 +8,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import os  # noqa: E402
 import tempfile  # noqa: E402
 
-os.environ.setdefault("PERFSNAKE_HOST_LOCK", os.path.join(tempfile.mkdtemp(prefix="perfsnake-test-lock-"), "bench.lock"))
+os.environ.setdefault(
+    "PERFSNAKE_HOST_LOCK", os.path.join(tempfile.mkdtemp(prefix="perfsnake-test-lock-"), "bench.lock")
+)

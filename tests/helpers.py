@@ -27,7 +27,9 @@ def write_campaign(workdir: Path, data: dict, name: str = "c.yaml") -> Path:
     return path
 
 
-def snakemake(workdir: Path, campaign: Path | None, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, campaign: Path | None, *args: str, timeout: float = 600, check: bool = True
+) -> subprocess.CompletedProcess:
     """Run the real workflow with the project's profile, in `workdir`."""
     cmd = [
         SNAKEMAKE,
@@ -51,12 +53,20 @@ def snakemake(workdir: Path, campaign: Path | None, *args: str, timeout: float =
 def statuses(workdir: Path, campaign: str) -> dict[str, dict]:
     """run-dir (relative to runs/) -> status.json contents."""
     runs = workdir / "results" / campaign / "runs"
-    return {str(p.parent.relative_to(runs)): json.loads(p.read_text()) for p in runs.rglob("status.json") if "previous" not in p.parts}
+    return {
+        str(p.parent.relative_to(runs)): json.loads(p.read_text())
+        for p in runs.rglob("status.json")
+        if "previous" not in p.parts
+    }
 
 
 def mtimes(workdir: Path, campaign: str) -> dict[str, int]:
     runs = workdir / "results" / campaign / "runs"
-    return {str(p.parent.relative_to(runs)): p.stat().st_mtime_ns for p in runs.rglob("status.json") if "previous" not in p.parts}
+    return {
+        str(p.parent.relative_to(runs)): p.stat().st_mtime_ns
+        for p in runs.rglob("status.json")
+        if "previous" not in p.parts
+    }
 
 
 def jobs_run(proc: subprocess.CompletedProcess, rule: str) -> int:

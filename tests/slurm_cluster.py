@@ -168,7 +168,7 @@ class SlurmCluster:
         return "\n".join(path.read_text(errors="replace").splitlines()[-tail:])
 
     # -- start ------------------------------------------------------------
-    def start(self, lock_timeout: float = 600.0, ready_timeout: float = 60.0) -> "SlurmCluster":
+    def start(self, lock_timeout: float = 600.0, ready_timeout: float = 60.0) -> SlurmCluster:
         try:
             missing = missing_binaries()
             if missing:
@@ -213,7 +213,7 @@ class SlurmCluster:
                     os.close(fd)
                     raise ClusterUnavailable(
                         f"another perfsnake test cluster holds {LOCK} for more than {timeout:.0f} s"
-                    )
+                    ) from None
                 time.sleep(0.5)
         self._lock_fd = fd
 
@@ -273,12 +273,12 @@ SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={self.munge_socket}
-StateSaveLocation={b / 'state'}
-SlurmdSpoolDir={b / 'spool'}
-SlurmctldPidFile={b / 'slurmctld.pid'}
-SlurmdPidFile={b / 'slurmd.pid'}
-SlurmctldLogFile={b / 'slurmctld.log'}
-SlurmdLogFile={b / 'slurmd.log'}
+StateSaveLocation={b / "state"}
+SlurmdSpoolDir={b / "spool"}
+SlurmctldPidFile={b / "slurmctld.pid"}
+SlurmdPidFile={b / "slurmd.pid"}
+SlurmctldLogFile={b / "slurmctld.log"}
+SlurmdLogFile={b / "slurmd.log"}
 SlurmctldDebug=info
 SlurmdDebug=info
 MailProg=/bin/true
@@ -311,7 +311,7 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
         self.wrote_conf = True
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        out = open(self.base / f"{name}.out", "ab")
+        out = open(self.base / f"{name}.out", "ab")  # noqa: SIM115 - the daemon's output for its lifetime
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -393,7 +393,7 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
             leftovers = _processes_of_cluster(self.name, self.base)
             if not leftovers:
                 break
-            for pid, comm in leftovers:
+            for pid, _comm in leftovers:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:

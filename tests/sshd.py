@@ -59,7 +59,9 @@ def start(directory: Path) -> Sshd:
             break
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"sshd did not start: {(directory / 'sshd.log').read_text(errors='replace')}") from None
+                raise RuntimeError(
+                    f"sshd did not start: {(directory / 'sshd.log').read_text(errors='replace')}"
+                ) from None
             time.sleep(0.1)
     return Sshd(port, directory / "user_key", proc)
 

@@ -63,7 +63,9 @@ def test_compare_and_metrics_limit_the_comparisons():
                              "status": "ok", "start_epoch": len(data), "wall_s": 1.0})  # fmt: skip
     base = {"name": "c", "variables": ["x", "y"]}
     everything = comparison_rows(data, {**base, "statistics": {}})
-    assert {r["metric"] for r in everything} == {"wall_s", "value", "other"} and {r["variable"] for r in everything} == {"x", "y"}
+    assert {r["metric"] for r in everything} == {"wall_s", "value", "other"} and {
+        r["variable"] for r in everything
+    } == {"x", "y"}
     limited = comparison_rows(data, {**base, "statistics": {"compare": ["x"], "metrics": ["value"]}})
     assert len(limited) == 2 and {(r["metric"], r["variable"]) for r in limited} == {("value", "x")}
 

@@ -9,8 +9,8 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 import pytest
-
 from helpers import ROOT, SNAKEMAKE, env_without_snakemake, snakemake, write_campaign
+
 from perfsnake.results import read_csv
 
 pytestmark = pytest.mark.e2e
@@ -70,12 +70,18 @@ def test_zip_holds_campaign_config_envs_results_metadata(packed):
     envs = {n for n in packed_tree if n.startswith("envs/") and n.endswith(".yaml")}
     assert envs and envs == {n for n in files if n.startswith("envs/")}
     schemas = {n for n in packed_tree if n.startswith("config/schemas/")}
-    assert "config/schemas/campaign.schema.yaml" in schemas and schemas == {n for n in files if n.startswith("config/schemas/")}
+    assert "config/schemas/campaign.schema.yaml" in schemas and schemas == {
+        n for n in files if n.startswith("config/schemas/")
+    }
     for name in (*envs, *schemas, "config/config.yaml", "requirements.txt"):
         assert files[name] == packed_tree[name], name
     # The results directory, byte for byte, with the CSV's metadata lines.
     base = work / "results" / "c"
-    on_disk = {f"results/c/{p.relative_to(base).as_posix()}" for p in base.rglob("*") if p.is_file() and "artifact" not in p.relative_to(base).parts}
+    on_disk = {
+        f"results/c/{p.relative_to(base).as_posix()}"
+        for p in base.rglob("*")
+        if p.is_file() and "artifact" not in p.relative_to(base).parts
+    }
     assert on_disk == {n for n in files if n.startswith("results/")}
     for name in ("c.csv", "c.json", "summary.csv", "comparisons.csv", "significant.md", "plots/values.svg", "plots/values.png",
                  "runs/x-1/run-1/status.json", "runs/x-2/run-2/result.json", "runs/x-2/run-2/stdout.txt", "runs/x-1/run-2/command.sh"):  # fmt: skip
@@ -120,7 +126,10 @@ def test_report_is_a_zip_with_the_html_and_plot(packed):
 
 def test_workflow_version_archive_and_instructions(packed):
     files = packed[3]
-    version = {k: json.loads(v) for k, _, v in (ln.partition(": ") for ln in files["workflow/VERSION.txt"].decode().splitlines())}
+    version = {
+        k: json.loads(v)
+        for k, _, v in (ln.partition(": ") for ln in files["workflow/VERSION.txt"].decode().splitlines())
+    }
     commit = version["commit"]
     # HEAD when packed (others may commit in this tree meanwhile).
     subprocess.run(["git", "merge-base", "--is-ancestor", commit, "HEAD"], cwd=ROOT, check=True)
@@ -136,8 +145,20 @@ def test_workflow_version_archive_and_instructions(packed):
         names = set(tar.getnames())
         snakefile = tar.extractfile("workflow/Snakefile").read()
     exact = version["snapshot_commit"] or commit
-    assert snakefile == subprocess.run(["git", "show", f"{exact}:workflow/Snakefile"], cwd=ROOT, capture_output=True, check=True).stdout
-    assert {"rules/report.smk", "rules/run.smk", "perfsnake/cli.py", "perfsnake/artifact.py", "profiles/default/config.yaml", "Makefile"} <= names
+    assert (
+        snakefile
+        == subprocess.run(
+            ["git", "show", f"{exact}:workflow/Snakefile"], cwd=ROOT, capture_output=True, check=True
+        ).stdout
+    )
+    assert {
+        "rules/report.smk",
+        "rules/run.smk",
+        "perfsnake/cli.py",
+        "perfsnake/artifact.py",
+        "profiles/default/config.yaml",
+        "Makefile",
+    } <= names
     assert not any(n.startswith(("results/", ".venv/", ".git/")) for n in names)
     text = files["REPRODUCE.md"].decode()
     assert commit in text
@@ -157,7 +178,9 @@ def test_rerun_from_the_artifact_matches(packed, tmp_path):
         tar.extractall(wf, filter="data")
     cmd = [SNAKEMAKE, "-s", str(wf / "workflow/Snakefile"), "--workflow-profile", str(wf / "profiles/default"),
            "--configfile", str(wf / "config/config.yaml"), "--cores", "1", "all", "--config", "campaign=../campaign/c.yaml"]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=wf, capture_output=True, text=True, env=env_without_snakemake(), timeout=300, check=False)
+    proc = subprocess.run(
+        cmd, cwd=wf, capture_output=True, text=True, env=env_without_snakemake(), timeout=300, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(read_csv(wf / "results/c/c.csv")["value"]) == [1, 1, 2, 2]
     # The comparison REPRODUCE.md describes, with the unpacked workflow's code.
@@ -202,7 +225,7 @@ def test_same_campaign_packs_the_same_listing_and_symlinks_stay_inside(packed, t
     assert again["results/c/runs/x-1/run-1/inside"] == (runs / "stdout.txt").read_bytes()
     skipped = again["metadata/skipped.txt"].decode()
     assert "outside-file -> /etc/passwd" in skipped and "outside-dir" in skipped
-    assert not any(b"secret" == v or v == Path("/etc/passwd").read_bytes() for v in again.values())
+    assert not any(v == b"secret" or v == Path("/etc/passwd").read_bytes() for v in again.values())
 
 
 def test_unfinished_campaign_is_refused_with_one_line(tmp_path):
@@ -235,7 +258,13 @@ def test_campaign_with_failed_runs_is_refused_unless_allowed(tmp_path):
 
 
 def test_make_artifact_target():
-    proc = subprocess.run(["make", "-n", "artifact", "CAMPAIGN=x.yaml", "OUTPUT=y.zip"], cwd=ROOT, capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        ["make", "-n", "artifact", "CAMPAIGN=x.yaml", "OUTPUT=y.zip"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "-m perfsnake artifact --config campaign=x.yaml --output y.zip" in proc.stdout, proc.stdout
 
 

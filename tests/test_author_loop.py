@@ -66,7 +66,7 @@ def test_a_hash_in_a_value_survives_the_csv(tmp_path):
 
 def test_derived_metrics_and_metrics_from_files(tmp_path):
     command = (
-        "printf '{{\"jobs\": [{{\"read\": {{\"iops\": %d}}}}]}}' $(( {x} * 100 )) > out.json; "
+        'printf \'{{"jobs": [{{"read": {{"iops": %d}}}}]}}\' $(( {x} * 100 )) > out.json; '
         "printf 'step,ms\\n1,5\\n2,%d\\n' {x} > t.csv; echo events=$(( {x} * 10 )) secs=2"
     )
     camp = write_campaign(tmp_path, {
@@ -92,7 +92,9 @@ def test_a_misspelt_name_in_a_derived_metric_is_refused_before_anything_runs(tmp
     proc = snakemake(tmp_path, camp, "--cores", "1", "all", check=False)
     assert proc.returncode != 0 and not (tmp_path / "results").exists()
     line = [ln for ln in proc.stderr.splitlines() if ln.startswith("perfsnake: error:")]
-    assert line == [f"perfsnake: error: {camp}: derived.rate: unknown name 'evnts' (did you mean 'events'?) (metrics, variables and earlier derived metrics)"]
+    assert line == [
+        f"perfsnake: error: {camp}: derived.rate: unknown name 'evnts' (did you mean 'events'?) (metrics, variables and earlier derived metrics)"
+    ]
 
 
 def test_a_command_time_series_loses_its_warm_up(tmp_path):
@@ -137,7 +139,13 @@ def _hooked(pre: list, command: str = "echo value=1", timeout_s: int = 60) -> di
 
 
 def test_a_failing_pre_run_hook_ends_the_run_at_once(tmp_path):
-    camp = write_campaign(tmp_path, _hooked([{"type": "command", "name": "prep", "command": "echo cannot prepare; exit 5"}], command="sleep 50; echo value=1"))
+    camp = write_campaign(
+        tmp_path,
+        _hooked(
+            [{"type": "command", "name": "prep", "command": "echo cannot prepare; exit 5"}],
+            command="sleep 50; echo value=1",
+        ),
+    )
     proc = snakemake(tmp_path, camp, "--cores", "1", "all")
     status = statuses(tmp_path, "hooks")["x-1/run-1"]
     assert status["status"] == "hook_failed" and "prep hook exited with 5" in status["reason"]
@@ -147,13 +155,37 @@ def test_a_failing_pre_run_hook_ends_the_run_at_once(tmp_path):
 
 
 def test_a_daemon_that_dies_or_never_gets_ready_fails_the_run(tmp_path):
-    camp = write_campaign(tmp_path, _hooked([{"type": "daemon", "name": "srv", "command": "exit 7", "ready": {"file": "{run_dir}/never", "timeout_s": 20}}]))
+    camp = write_campaign(
+        tmp_path,
+        _hooked(
+            [
+                {
+                    "type": "daemon",
+                    "name": "srv",
+                    "command": "exit 7",
+                    "ready": {"file": "{run_dir}/never", "timeout_s": 20},
+                }
+            ]
+        ),
+    )
     snakemake(tmp_path, camp, "--cores", "1", "all")
     status = statuses(tmp_path, "hooks")["x-1/run-1"]
     assert status["status"] == "hook_failed" and "exited with status" in status["reason"]
     other = tmp_path / "slow"
     other.mkdir()
-    camp = write_campaign(other, _hooked([{"type": "daemon", "name": "srv", "command": "sleep 100", "ready": {"file": "{run_dir}/never", "timeout_s": 1}}]))
+    camp = write_campaign(
+        other,
+        _hooked(
+            [
+                {
+                    "type": "daemon",
+                    "name": "srv",
+                    "command": "sleep 100",
+                    "ready": {"file": "{run_dir}/never", "timeout_s": 1},
+                }
+            ]
+        ),
+    )
     snakemake(other, camp, "--cores", "1", "all")
     status = statuses(other, "hooks")["x-1/run-1"]
     assert status["status"] == "hook_failed" and status["reason"].startswith("not ready after 1 s")
@@ -162,7 +194,13 @@ def test_a_daemon_that_dies_or_never_gets_ready_fails_the_run(tmp_path):
 def test_a_server_daemon_on_a_free_port_is_ready_before_the_benchmark(tmp_path):
     server = "exec python3 -m http.server {free_port} --bind 127.0.0.1"
     client = "python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' http://127.0.0.1:{free_port}/ && echo value=1"
-    camp = write_campaign(tmp_path, _hooked([{"type": "daemon", "name": "web", "command": server, "ready": {"tcp": "{free_port}", "timeout_s": 30}}], command=client))
+    camp = write_campaign(
+        tmp_path,
+        _hooked(
+            [{"type": "daemon", "name": "web", "command": server, "ready": {"tcp": "{free_port}", "timeout_s": 30}}],
+            command=client,
+        ),
+    )
     proc = snakemake(tmp_path, camp, "--cores", "1", "all")
     status = statuses(tmp_path, "hooks")["x-1/run-1"]
     assert status["status"] == "ok", (tmp_path / "results/hooks/runs/x-1/run-1/stderr.txt").read_text()

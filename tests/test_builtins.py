@@ -4,10 +4,10 @@ import json
 import shutil
 
 import pytest
-
 from helpers import jobs_run, snakemake, write_campaign
-from perfsnake.results import read_csv, read_metadata
+
 from perfsnake.machine.sysinfo import online_cpus
+from perfsnake.results import read_csv, read_metadata
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,9 @@ def test_leveldb_from_debian_source(tmp_path):
     # One fill per build; runs read the existing database.
     build = next((tmp_path / "resources/builds/leveldb").iterdir())
     assert (build / "db" / "CURRENT").exists()
-    cmd = (tmp_path / "results/ldb/runs/num-20000/bench_name-readrandom/nb_threads-2/reads-20000/run-1/command.sh").read_text()
+    cmd = (
+        tmp_path / "results/ldb/runs/num-20000/bench_name-readrandom/nb_threads-2/reads-20000/run-1/command.sh"
+    ).read_text()
     assert "--use_existing_db=1" in cmd and "--threads=2" in cmd
     meta = read_metadata(tmp_path / "results/ldb/ldb.csv")
     assert meta["benchmark"] == "leveldb" and meta["runs_ok"] == "4"

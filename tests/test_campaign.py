@@ -13,7 +13,11 @@ def write(tmp_path, text, name="c.yaml"):
 
 
 def cmd_campaign(**extra):
-    data = {"name": "t", "benchmark": {"type": "command", "command": "echo {x}", "metrics": {"v": r"(\d+)"}}, "variables": {"x": [1, 2]}}
+    data = {
+        "name": "t",
+        "benchmark": {"type": "command", "command": "echo {x}", "metrics": {"v": r"(\d+)"}},
+        "variables": {"x": [1, 2]},
+    }
     data.update(extra)
     return yaml.safe_dump(data)
 
@@ -22,7 +26,12 @@ def test_cartesian_product_in_variable_order(tmp_path):
     text = cmd_campaign(variables={"x": [1, 2], "y": ["a", "b", "c"]})
     c = load_campaign(write(tmp_path, text))
     assert c.variables == ["x", "y"]
-    assert [r.values for r in c.records][:4] == [{"x": 1, "y": "a"}, {"x": 1, "y": "b"}, {"x": 1, "y": "c"}, {"x": 2, "y": "a"}]
+    assert [r.values for r in c.records][:4] == [
+        {"x": 1, "y": "a"},
+        {"x": 1, "y": "b"},
+        {"x": 1, "y": "c"},
+        {"x": 2, "y": "a"},
+    ]
     assert len(c.records) == 6
     assert c.records[0].path == "x-1/y-a"
 
@@ -54,11 +63,18 @@ def test_heater_cpu_all_expands_to_online_cpus(tmp_path):
 
 
 def test_build_variables_split(tmp_path):
-    text = yaml.safe_dump({
-        "name": "t",
-        "benchmark": {"type": "command", "build": "echo {opt} > {build_dir}/o", "build_variables": ["opt"], "command": "cat {build_dir}/o {x}"},
-        "variables": {"opt": ["O1", "O2"], "x": [1, 2, 3]},
-    })
+    text = yaml.safe_dump(
+        {
+            "name": "t",
+            "benchmark": {
+                "type": "command",
+                "build": "echo {opt} > {build_dir}/o",
+                "build_variables": ["opt"],
+                "command": "cat {build_dir}/o {x}",
+            },
+            "variables": {"opt": ["O1", "O2"], "x": [1, 2, 3]},
+        }
+    )
     c = load_campaign(write(tmp_path, text))
     assert c.build_vars == ["opt"]
     assert sorted(c.build_keys()) == ["opt-O1", "opt-O2"]
@@ -71,26 +87,62 @@ BAD = [
     ("name: t\nbenchmark: heater\nvariables:\n  cpu: [0, 0]\n", "variables.cpu", "duplicate value"),
     ("name: t\nbenchmark: nosuch\n", "benchmark", "unknown benchmark 'nosuch'"),
     ("name: t\nbenchmark: {type: nosuch}\n", "benchmark.type", "unknown benchmark"),
-    ("name: t\nbenchmark: {type: command, command: 'echo', metrics: {m: 'no group'}}\n", "benchmark.metrics.m", "exactly one group"),
-    ("name: t\nbenchmark: {type: command, command: 'echo', metrics: {m: '(a)(b)'}}\n", "benchmark.metrics.m", "exactly one group"),
-    ("name: t\nbenchmark: {type: command, command: 'echo {nope}'}\n", "benchmark.command", "unknown placeholder {nope}"),
+    (
+        "name: t\nbenchmark: {type: command, command: 'echo', metrics: {m: 'no group'}}\n",
+        "benchmark.metrics.m",
+        "exactly one group",
+    ),
+    (
+        "name: t\nbenchmark: {type: command, command: 'echo', metrics: {m: '(a)(b)'}}\n",
+        "benchmark.metrics.m",
+        "exactly one group",
+    ),
+    (
+        "name: t\nbenchmark: {type: command, command: 'echo {nope}'}\n",
+        "benchmark.command",
+        "unknown placeholder {nope}",
+    ),
     ("name: t\nbenchmark: {type: command, command: 'echo', typo: 1}\n", "benchmark.typo", "unknown key"),
     ("name: t\nbenchmark: heater\nvariables:\n  cpu: [99999]\n", "variables.cpu", "not an online CPU"),
     ("name: t\nbenchmark: heater\nvariables:\n  cpu: nonsense\n", "variables.cpu", "neither a list"),
     ("name: 'a/b'\nbenchmark: heater\n", "name", "does not match"),
     ("name: t\nbenchmark: heater\nvariables:\n  run: [1]\n", "variables.run", "reserved"),
     ("name: t\nbenchmark: heater\nvariables:\n  cpu: [0]\nexclude: [{cpu: 0}]\n", "exclude", "removes every record"),
-    ("name: t\nbenchmark: heater\nvariables:\n  cpu: [0]\nplots: [{kind: pie, x: cpu, y: ops_per_s}]\n", "plots[0].kind", "is not one of"),
-    ("name: t\nbenchmark: heater\nvariables:\n  cpu: [0]\nplots: [{kind: bar, x: cpu, y: nope}]\n", "plots[0].y", "not a metric"),
-    ("name: t\nbenchmark: heater\nvariables:\n  cpu: [0]\npretty: {cpu: {'7': seven}}\n", "pretty.cpu.7", "not a value"),
+    (
+        "name: t\nbenchmark: heater\nvariables:\n  cpu: [0]\nplots: [{kind: pie, x: cpu, y: ops_per_s}]\n",
+        "plots[0].kind",
+        "is not one of",
+    ),
+    (
+        "name: t\nbenchmark: heater\nvariables:\n  cpu: [0]\nplots: [{kind: bar, x: cpu, y: nope}]\n",
+        "plots[0].y",
+        "not a metric",
+    ),
+    (
+        "name: t\nbenchmark: heater\nvariables:\n  cpu: [0]\npretty: {cpu: {'7': seven}}\n",
+        "pretty.cpu.7",
+        "not a value",
+    ),
     ("name: t\nname: u\nbenchmark: heater\n", "line 2", "duplicate key"),
     ("name: t\nbenchmark: [heater\n", "line", "invalid YAML"),
     ("", "(top level)", "empty"),
     ("- a\n- b\n", "(top level)", "expected a mapping"),
     ("benchmark: heater\n", "(top level)", "'name' is a required property"),
-    ("name: t\nbenchmark: leveldb\nvariables:\n  bench_name: [readfast]\n", "variables.bench_name", "unknown db_bench benchmark"),
-    ("name: t\nbenchmark: {type: command, command: 'echo {x}', build_variables: [x]}\nvariables: {x: [1]}\n", "benchmark.build_variables", "without a benchmark.build"),
-    ("name: t\nbenchmark: {type: command, command: 'echo {x}'}\nvariables: {x: [1, 2]}\nrecords: [{y: 1}]\n", "records[0]", "missing x"),
+    (
+        "name: t\nbenchmark: leveldb\nvariables:\n  bench_name: [readfast]\n",
+        "variables.bench_name",
+        "unknown db_bench benchmark",
+    ),
+    (
+        "name: t\nbenchmark: {type: command, command: 'echo {x}', build_variables: [x]}\nvariables: {x: [1]}\n",
+        "benchmark.build_variables",
+        "without a benchmark.build",
+    ),
+    (
+        "name: t\nbenchmark: {type: command, command: 'echo {x}'}\nvariables: {x: [1, 2]}\nrecords: [{y: 1}]\n",
+        "records[0]",
+        "missing x",
+    ),
 ]
 
 

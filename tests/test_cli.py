@@ -41,7 +41,15 @@ def _recorded(tmp_path, statuses: list[str]):
 
 
 def _run(tmp_path, *args):
-    return subprocess.run([*PERFSNAKE, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=False)
+    return subprocess.run(
+        [*PERFSNAKE, *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
 
 
 def test_failed_says_so_when_there_are_none_and_lists_them_otherwise(tmp_path):

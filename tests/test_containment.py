@@ -67,7 +67,11 @@ def no_overlap(spans: list[tuple[float, float]]) -> None:
 @pytest.mark.parametrize("timeout_s", [None, 1])
 def test_setsid_grandchild_ends_with_its_run(tmp_path, timeout_s):
     # `setsid sleep 61 & sleep 30`: the grandchild leaves the benchmark's process group and session.
-    command = "setsid sh -c 'echo $$ > gc.pid; exec sleep 61' & " + ("sleep 30" if timeout_s else "sleep 0.2") + "; echo value={x}"
+    command = (
+        "setsid sh -c 'echo $$ > gc.pid; exec sleep 61' & "
+        + ("sleep 30" if timeout_s else "sleep 0.2")
+        + "; echo value={x}"
+    )
     extra = {"timeout_s": timeout_s} if timeout_s else {}
     camp = write_campaign(tmp_path, campaign(command=command, **extra))
     snakemake(tmp_path, camp, "--cores", "1", "all")
@@ -82,7 +86,9 @@ def test_setsid_grandchild_ends_with_its_run(tmp_path, timeout_s):
 def test_self_detaching_daemon_hook_ends_with_its_run(tmp_path):
     # What `redis-server --daemonize yes` does: the server detaches, the hook's command goes on.
     daemon = "setsid sh -c 'echo $$ > {run_dir}/server.pid; exec sleep 1000' & exec sleep 1000"
-    camp = write_campaign(tmp_path, campaign(pre_run_hooks=[{"type": "daemon", "name": "srv", "command": daemon, "startup_s": 0.2}]))
+    camp = write_campaign(
+        tmp_path, campaign(pre_run_hooks=[{"type": "daemon", "name": "srv", "command": daemon, "startup_s": 0.2}])
+    )
     snakemake(tmp_path, camp, "--cores", "1", "all")
     run = tmp_path / "results/c/runs/x-1/run-1"
     server = int((run / "server.pid").read_text())
@@ -122,7 +128,10 @@ def test_killed_workflow_takes_its_benchmark_and_resume_never_overlaps(tmp_path,
 
 def test_two_invocations_in_one_checkout_never_overlap(tmp_path):
     command = "sleep 0.3; echo value={x}"
-    camps = [write_campaign(tmp_path, campaign(name=n, command=command, variables={"x": [1, 2, 3, 4]}), f"{n}.yaml") for n in ("a", "b")]
+    camps = [
+        write_campaign(tmp_path, campaign(name=n, command=command, variables={"x": [1, 2, 3, 4]}), f"{n}.yaml")
+        for n in ("a", "b")
+    ]
     # The launcher both need, built first: Snakemake locks a directory against
     # two invocations creating the same file.
     snakemake(tmp_path, camps[0], "--cores", "1", "resources/bin/psrun")
@@ -145,7 +154,9 @@ def test_a_second_invocation_waits_for_the_host_lock_and_says_so(tmp_path):
     log = tmp_path / "stderr.log"
     try:
         with log.open("w") as err:
-            proc = subprocess.Popen(snakemake_argv(camp, "--cores", "1", "all"), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err)
+            proc = subprocess.Popen(
+                snakemake_argv(camp, "--cores", "1", "all"), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err
+            )
         wait_for(lambda: "[perfsnake] waiting for" in log.read_text(), what="the waiting line", proc=proc)
         assert not (tmp_path / "results/c/runs/x-1/run-1/status.json").exists()
         released = time.time()
@@ -165,10 +176,14 @@ def test_non_finite_numbers_are_refused_in_one_line(tmp_path, key, value):
     path.write_text(data.replace("VALUE", value))  # JSON is YAML; .inf is YAML's infinity
     for argv in ([str(Path(SNAKEMAKE).with_name("python")), "-m", "perfsnake", "validate", str(path)],
                  snakemake_argv(path, "--cores", "1", "all")):  # fmt: skip
-        proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+        proc = subprocess.run(
+            argv, cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False
+        )
         assert proc.returncode != 0
         lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("perfsnake: error:")]
-        assert len(lines) == 1 and str(path) in lines[0] and f"{key}:" in lines[0] and "not a finite number" in lines[0], proc.stderr
+        assert (
+            len(lines) == 1 and str(path) in lines[0] and f"{key}:" in lines[0] and "not a finite number" in lines[0]
+        ), proc.stderr
         assert "Traceback" not in proc.stderr
     assert not (tmp_path / "results").exists()
 
@@ -177,7 +192,9 @@ def test_long_and_periodic_values_run(tmp_path):
     long_value = "v" * 150 + "w" * 150
     mask = "0x" + "f" * 24
     values = [long_value, long_value[:-1] + "x", mask, "0x" + "f" * 25, "plain"]
-    camp = write_campaign(tmp_path, campaign(command="echo value=1; printf '%s' {x} > value.txt", variables={"x": values}))
+    camp = write_campaign(
+        tmp_path, campaign(command="echo value=1; printf '%s' {x} > value.txt", variables={"x": values})
+    )
     proc = snakemake(tmp_path, camp, "--cores", "1", "all")
     assert jobs_run(proc, "run") == len(values)
     frame = read_csv(tmp_path / "results/c/c.csv")
@@ -199,7 +216,9 @@ def test_long_and_periodic_values_run(tmp_path):
 def test_planted_link_is_reported_never_followed(tmp_path):
     outside = tmp_path / "precious.txt"
     outside.write_text("precious\n")
-    command = f"ln -s {outside} result.json.tmp; ln -s {outside} samples.csv; ln -s {outside} hooks.json; echo value={{x}}"
+    command = (
+        f"ln -s {outside} result.json.tmp; ln -s {outside} samples.csv; ln -s {outside} hooks.json; echo value={{x}}"
+    )
     camp = write_campaign(tmp_path, campaign(command=command, post_run_hooks=[{"type": "cooldown", "seconds": 0}]))
     snakemake(tmp_path, camp, "--cores", "1", "all")
     assert outside.read_text() == "precious\n"

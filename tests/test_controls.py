@@ -31,11 +31,18 @@ def test_every_instrument_says_whether_it_observes_or_treats():
 
 def test_controls_keep_treatments_and_drop_observers(tmp_path):
     main, control, only = _campaign(
-        tmp_path, wrappers=[{"type": "taskset", "variable": "cpus"}, "strace", "time"], shared_libs=["jemalloc"], control="per_instrument"
+        tmp_path,
+        wrappers=[{"type": "taskset", "variable": "cpus"}, "strace", "time"],
+        shared_libs=["jemalloc"],
+        control="per_instrument",
     )[:3]
     assert [i.kind for i in main.instruments.all()] == ["taskset", "strace", "time", "jemalloc"]
     assert control.name == "c__control" and [i.kind for i in control.instruments.all()] == ["taskset", "jemalloc"]
-    assert only.name == "c__only-strace" and [i.kind for i in only.instruments.all()] == ["taskset", "strace", "jemalloc"]
+    assert only.name == "c__only-strace" and [i.kind for i in only.instruments.all()] == [
+        "taskset",
+        "strace",
+        "jemalloc",
+    ]
 
 
 def test_control_without_any_observer_is_refused_in_one_line(tmp_path):

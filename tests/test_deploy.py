@@ -19,7 +19,9 @@ def _sm(workdir: Path, *args: str, snakefile: Path | None = None, check: bool = 
     cmd = [SNAKEMAKE, "--directory", str(workdir), "--quiet", "host", *args]
     if snakefile is not None:
         cmd[1:1] = ["-s", str(snakefile)]
-    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=600, env=env_without_snakemake(), check=False)
+    proc = subprocess.run(
+        cmd, cwd=workdir, capture_output=True, text=True, timeout=600, env=env_without_snakemake(), check=False
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}")
     return proc
@@ -27,7 +29,9 @@ def _sm(workdir: Path, *args: str, snakefile: Path | None = None, check: bool = 
 
 def _checkout_copy(dest: Path) -> Path:
     """The tracked files of this checkout (what a clone holds), in `dest`."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     for rel in files:
         src = ROOT / rel
         if src.is_file() and not rel.startswith(("tests/", "bench/")):
@@ -38,7 +42,15 @@ def _checkout_copy(dest: Path) -> Path:
 
 def test_a_moved_checkout_plans_nothing(tmp_path):
     first = _checkout_copy(tmp_path / "first")
-    args = ["--workflow-profile", "profiles/default", "--cores", "1", "all", "--config", "campaign=.test/config/campaigns/smoke.yaml"]
+    args = [
+        "--workflow-profile",
+        "profiles/default",
+        "--cores",
+        "1",
+        "all",
+        "--config",
+        "campaign=.test/config/campaigns/smoke.yaml",
+    ]
     _sm(first, *args, snakefile=first / "workflow" / "Snakefile")
     assert (first / "results/smoke/smoke.csv").exists()
     moved = tmp_path / "elsewhere" / "moved"
@@ -79,5 +91,13 @@ def test_used_as_a_module_with_a_prefix(tmp_path):
 def test_the_smoke_configuration_runs(tmp_path):
     work = tmp_path / ".test"
     shutil.copytree(ROOT / ".test" / "config", work / "config")
-    _sm(work, "--workflow-profile", str(ROOT / "profiles" / "default"), "--cores", "1", "all", snakefile=ROOT / "workflow" / "Snakefile")
+    _sm(
+        work,
+        "--workflow-profile",
+        str(ROOT / "profiles" / "default"),
+        "--cores",
+        "1",
+        "all",
+        snakefile=ROOT / "workflow" / "Snakefile",
+    )
     assert (work / "results/smoke/summary.csv").exists() and list((work / "results/smoke/plots").glob("*.png"))

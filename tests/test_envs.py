@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 import yaml
-
 from helpers import ROOT
 
 RULE = re.compile(r"^(?:rule|checkpoint) (\w+):\n(.*?)(?=^\S|\Z)", re.M | re.S)

@@ -5,7 +5,24 @@ import pytest
 
 from perfsnake.escape import escape_component, record_path, unescape_component, value_text
 
-NASTY = ["a/b", "../..", "..", ".", ".hidden", "a b", "$(touch x)", "`id`", "a;b|c&d", "é∂😀", "", "%", "%2F", "{x}", "a\nb", "*?[]"]
+NASTY = [
+    "a/b",
+    "../..",
+    "..",
+    ".",
+    ".hidden",
+    "a b",
+    "$(touch x)",
+    "`id`",
+    "a;b|c&d",
+    "é∂😀",
+    "",
+    "%",
+    "%2F",
+    "{x}",
+    "a\nb",
+    "*?[]",
+]
 
 
 @pytest.mark.parametrize("value", NASTY)

@@ -15,7 +15,10 @@ def test_arithmetic_over_names():
     assert expressions.evaluate(tree, {"events": 10, "total_time_s": 4, "a": 3}) == pytest.approx(2.5 + 9 + 1)
 
 
-@pytest.mark.parametrize("text", ["__import__('os').system('x')", "a.b", "open('f')", "a if b else c", "[1]", "'s'", "lambda: 1", "a < b", "True"])
+@pytest.mark.parametrize(
+    "text",
+    ["__import__('os').system('x')", "a.b", "open('f')", "a if b else c", "[1]", "'s'", "lambda: 1", "a < b", "True"],
+)
 def test_anything_but_arithmetic_is_refused(text):
     with pytest.raises(expressions.ExpressionError):
         expressions.parse(text)
@@ -30,7 +33,9 @@ def test_missing_values_and_undefined_arithmetic_give_no_value():
 
 
 def test_fields_from_json_yaml_and_csv(tmp_path):
-    (tmp_path / "fio.json").write_text(json.dumps({"jobs": [{"read": {"iops": 1234.5, "lat_ns": {"percentile": {"99.000000": 800}}}}]}))
+    (tmp_path / "fio.json").write_text(
+        json.dumps({"jobs": [{"read": {"iops": 1234.5, "lat_ns": {"percentile": {"99.000000": 800}}}}]})
+    )
     (tmp_path / "s.yaml").write_text("metrics:\n  - stressor: cpu\n    bogo-ops-per-second-real-time: 4567.8\n")
     (tmp_path / "t.csv").write_text("step,ms\n1,5\n2,7\n")
     specs = [

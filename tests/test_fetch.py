@@ -7,8 +7,8 @@ import tarfile
 
 import pytest
 
-from perfsnake.stages import fetch as fetch_mod
 from perfsnake.benchmarks.base import source_key
+from perfsnake.stages import fetch as fetch_mod
 from perfsnake.stages.fetch import FetchError, fetch
 
 
@@ -67,7 +67,9 @@ def test_archive_escaping_members_are_refused(tmp_path):
 
 
 def git(repo, *args):
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True, capture_output=True
+    )
 
 
 def test_git_revision(tmp_path):

@@ -8,18 +8,22 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from helpers import snakemake, write_campaign
-from perfsnake.results import read_csv
+
 from perfsnake.campaign import load_campaign
 from perfsnake.errors import CampaignError
 from perfsnake.instruments.base import Context
 from perfsnake.instruments.wrappers import Strace, Time, parse_strace_summary
 from perfsnake.machine.sysinfo import online_cpus
+from perfsnake.results import read_csv
 
 
 def campaign(command, variables, **extra):
-    data = {"name": "i", "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=(\S+)"}}, "variables": variables}
+    data = {
+        "name": "i",
+        "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=(\S+)"}},
+        "variables": variables,
+    }
     data.update(extra)
     return data
 
@@ -31,9 +35,19 @@ def load(tmp_path, data):
 
 
 def test_wrappers_compose_in_declared_order_with_quoting(tmp_path):
-    c = load(tmp_path, campaign("echo value={x}", {"x": ["a b"], "nice": [5]}, wrappers=[{"type": "env", "set": {"V": "x y;$(id)"}}, "nice", "time"]))
+    c = load(
+        tmp_path,
+        campaign(
+            "echo value={x}",
+            {"x": ["a b"], "nice": [5]},
+            wrappers=[{"type": "env", "set": {"V": "x y;$(id)"}}, "nice", "time"],
+        ),
+    )
     line = c.instruments.compose(Context({"x": "a b", "nice": 5}, tmp_path), "echo value='a b'")
-    assert line == "exec env 'V=x y;$(id)' nice -n 5 /usr/bin/time -v -o time.txt /bin/sh -c 'echo value='\"'\"'a b'\"'\"''"
+    assert (
+        line
+        == "exec env 'V=x y;$(id)' nice -n 5 /usr/bin/time -v -o time.txt /bin/sh -c 'echo value='\"'\"'a b'\"'\"''"
+    )
 
 
 def test_no_instrument_leaves_the_command_alone(tmp_path):
@@ -44,17 +58,45 @@ def test_no_instrument_leaves_the_command_alone(tmp_path):
 @pytest.mark.parametrize(
     "extra,key,problem",
     [
-        ({"wrappers": ["tasket"]}, "wrappers[0]", "unknown wrapper 'tasket' (choose from env, ltrace, nice, numactl, perf_record, perf_stat, strace, taskset, time, valgrind)"),
+        (
+            {"wrappers": ["tasket"]},
+            "wrappers[0]",
+            "unknown wrapper 'tasket' (choose from env, ltrace, nice, numactl, perf_record, perf_stat, strace, taskset, time, valgrind)",
+        ),
         ({"shared_libs": [{"type": "mimalloc"}]}, "shared_libs[0].type", "unknown shared lib 'mimalloc'"),
         ({"pre_run_hooks": ["nap"]}, "pre_run_hooks[0]", "unknown pre run hook 'nap'"),
         ({"post_run_hooks": [{"type": "daemon", "command": "sleep 1"}]}, "post_run_hooks[0]", "pre-run hook only"),
-        ({"wrappers": ["taskset"], "variables": {"cpu_list": ["0", "4096"]}}, "wrappers[0]", "CPU 4096 in '4096' is not online"),
-        ({"wrappers": ["taskset"], "variables": {"cpu_list": ["zero"]}}, "wrappers[0].variables.cpu_list", "is not a CPU list"),
-        ({"shared_libs": [{"type": "preload", "path": "/nonexistent/lib.so"}]}, "shared_libs[0].path", "does not exist"),
-        ({"shared_libs": ["allocator"], "variables": {"allocator": ["glibc", "hoard"]}}, "shared_libs[0].variables.allocator", "unknown allocator 'hoard'"),
-        ({"wrappers": [{"type": "env", "variables": ["nope"]}]}, "wrappers[0].variables", "'nope' is not a campaign variable"),
+        (
+            {"wrappers": ["taskset"], "variables": {"cpu_list": ["0", "4096"]}},
+            "wrappers[0]",
+            "CPU 4096 in '4096' is not online",
+        ),
+        (
+            {"wrappers": ["taskset"], "variables": {"cpu_list": ["zero"]}},
+            "wrappers[0].variables.cpu_list",
+            "is not a CPU list",
+        ),
+        (
+            {"shared_libs": [{"type": "preload", "path": "/nonexistent/lib.so"}]},
+            "shared_libs[0].path",
+            "does not exist",
+        ),
+        (
+            {"shared_libs": ["allocator"], "variables": {"allocator": ["glibc", "hoard"]}},
+            "shared_libs[0].variables.allocator",
+            "unknown allocator 'hoard'",
+        ),
+        (
+            {"wrappers": [{"type": "env", "variables": ["nope"]}]},
+            "wrappers[0].variables",
+            "'nope' is not a campaign variable",
+        ),
         ({"wrappers": [{"type": "taskset", "cpus": "0"}]}, "wrappers[0].cpus", "unknown key for taskset"),
-        ({"pre_run_hooks": [{"type": "command", "command": "echo {what}"}]}, "pre_run_hooks[0].command", "unknown placeholder {what}"),
+        (
+            {"pre_run_hooks": [{"type": "command", "command": "echo {what}"}]},
+            "pre_run_hooks[0].command",
+            "unknown placeholder {what}",
+        ),
     ],
 )
 def test_bad_instruments_fail_before_any_run(tmp_path, extra, key, problem):
@@ -67,7 +109,19 @@ def test_bad_instruments_fail_before_any_run(tmp_path, extra, key, problem):
 
 
 def test_parse_real_strace_and_time_outputs(tmp_path):
-    subprocess.run(["strace", "-c", "-f", "-o", str(tmp_path / "strace.txt"), "/bin/sh", "-c", "ls / > /dev/null; cat /nonexistent 2>/dev/null; true"], check=True)
+    subprocess.run(
+        [
+            "strace",
+            "-c",
+            "-f",
+            "-o",
+            str(tmp_path / "strace.txt"),
+            "/bin/sh",
+            "-c",
+            "ls / > /dev/null; cat /nonexistent 2>/dev/null; true",
+        ],
+        check=True,
+    )
     subprocess.run(["/usr/bin/time", "-v", "-o", str(tmp_path / "time.txt"), "/bin/sh", "-c", "true"], check=True)
     strace = parse_strace_summary((tmp_path / "strace.txt").read_text())
     assert strace["strace.total_calls"] > 10 and strace["strace.total_errors"] >= 1
@@ -91,7 +145,7 @@ def test_affinity_preload_and_measuring_wrappers_end_to_end(tmp_path):
     cpus = online_cpus()
     unpinned = f"{cpus[0]}-{cpus[-1]}" if len(cpus) > 1 else str(cpus[0])
     for cpu_dir, allowed in (("cpu_list-%", None), (f"cpu_list-{cpu}", str(cpu))):
-        for alloc, maps in (("glibc", "0"), ("jemalloc", None)):
+        for alloc, _maps in (("glibc", "0"), ("jemalloc", None)):
             out = (runs / cpu_dir / f"allocator-{alloc}" / "run-1" / "stdout.txt").read_text().splitlines()
             assert out[0].split(":")[1].strip() == (allowed or unpinned), out
             if alloc == "glibc":
@@ -141,9 +195,22 @@ def _processes_under(directory: Path, needle: str) -> list[int]:
 
 
 def test_daemon_never_outlives_its_run(tmp_path):
-    daemon = {"type": "daemon", "name": "bg", "command": "sleep 300 & echo $! > {run_dir}/daemon-child.pid; trap '' TERM; while :; do sleep 0.1; done"}
+    daemon = {
+        "type": "daemon",
+        "name": "bg",
+        "command": "sleep 300 & echo $! > {run_dir}/daemon-child.pid; trap '' TERM; while :; do sleep 0.1; done",
+    }
     command = "if [ {x} = fail ]; then exit 4; fi; if [ {x} = slow ]; then sleep 30; fi; sleep 0.3; echo value=1"
-    camp = write_campaign(tmp_path, campaign(command, {"x": ["ok", "fail", "slow"]}, timeout_s=1, pre_run_hooks=[daemon], post_run_hooks=[{"type": "cooldown", "seconds": 0}]))
+    camp = write_campaign(
+        tmp_path,
+        campaign(
+            command,
+            {"x": ["ok", "fail", "slow"]},
+            timeout_s=1,
+            pre_run_hooks=[daemon],
+            post_run_hooks=[{"type": "cooldown", "seconds": 0}],
+        ),
+    )
     snakemake(tmp_path, camp, "--cores", "1", "all")
     frame = read_csv(tmp_path / "results/i/i.csv")
     assert dict(zip(frame["x"], frame["status"])) == {"ok": "ok", "fail": "failed", "slow": "timeout"}
@@ -161,8 +228,20 @@ def test_daemon_never_outlives_its_run(tmp_path):
 
 @pytest.mark.e2e
 def test_hooks_report_what_they_applied(tmp_path):
-    hooks = ["drop_caches", {"type": "governor", "governor": "performance"}, {"type": "command", "name": "probe", "command": "echo seen={x}", "metrics": {"seen": r"seen=(\S+)"}}]
-    camp = write_campaign(tmp_path, campaign("echo value={x}", {"x": [7]}, pre_run_hooks=hooks, post_run_hooks=[{"type": "command", "name": "after", "command": "exit 3"}]))
+    hooks = [
+        "drop_caches",
+        {"type": "governor", "governor": "performance"},
+        {"type": "command", "name": "probe", "command": "echo seen={x}", "metrics": {"seen": r"seen=(\S+)"}},
+    ]
+    camp = write_campaign(
+        tmp_path,
+        campaign(
+            "echo value={x}",
+            {"x": [7]},
+            pre_run_hooks=hooks,
+            post_run_hooks=[{"type": "command", "name": "after", "command": "exit 3"}],
+        ),
+    )
     snakemake(tmp_path, camp, "--cores", "1", "all")
     result = json.loads((tmp_path / "results/i/runs/x-7/run-1/result.json").read_text())
     by_type = {(h["type"], h["phase"]): h for h in result["hooks"]}
@@ -194,7 +273,9 @@ def test_placement_daemon_pins_threads_by_policy(tmp_path):
     cpus = online_cpus()
     for policy in ("normal", "round_robin", "close", "far"):
         rdir = tmp_path / f"results/place/runs/placement-{policy}/run-1"
-        allowed = [line.split("allowed ")[1] for line in (rdir / "stdout.txt").read_text().splitlines() if "allowed" in line]
+        allowed = [
+            line.split("allowed ")[1] for line in (rdir / "stdout.txt").read_text().splitlines() if "allowed" in line
+        ]
         assert len(allowed) == 4
         log = (rdir / "daemon-placement" / "stdout.txt").read_text()
         assert f"policy {policy}" in log and "psplace done" in log
@@ -212,7 +293,10 @@ def test_placement_daemon_pins_threads_by_policy(tmp_path):
 def test_numactl_and_ltrace(tmp_path):
     cpu = online_cpus()[-1]
     command = "grep Cpus_allowed_list /proc/self/status; echo value=1"
-    camp = write_campaign(tmp_path, campaign(command, {"physcpubind": [str(cpu)], "membind": ["0"]}, wrappers=["numactl", "ltrace"], nb_runs=1))
+    camp = write_campaign(
+        tmp_path,
+        campaign(command, {"physcpubind": [str(cpu)], "membind": ["0"]}, wrappers=["numactl", "ltrace"], nb_runs=1),
+    )
     snakemake(tmp_path, camp, "--cores", "1", "all")
     rdir = next((tmp_path / "results/i/runs").rglob("run-1"))
     assert f"numactl --physcpubind={cpu} --membind=0 ltrace" in (rdir / "command.sh").read_text()
@@ -232,7 +316,19 @@ def test_unparsable_instrument_output_is_recorded_not_fatal(tmp_path):
     c = load(tmp_path, campaign("echo value=1", {"x": [1]}, wrappers=["time"]))
     rdir = tmp_path / "run"
     rdir.mkdir()
-    (rdir / "status.json").write_text(json.dumps({"status": "ok", "exit_code": 0, "wall_s": 0.1, "start": "s", "end": "e", "start_epoch": 1.0, "end_epoch": 1.1}))
+    (rdir / "status.json").write_text(
+        json.dumps(
+            {
+                "status": "ok",
+                "exit_code": 0,
+                "wall_s": 0.1,
+                "start": "s",
+                "end": "e",
+                "start_epoch": 1.0,
+                "end_epoch": 1.1,
+            }
+        )
+    )
     (rdir / "stdout.txt").write_text("value=1\n")
     (rdir / "time.txt").write_text("\tMaximum resident set size (kbytes): lots\n")
     result = collect_run(rdir, c.benchmark, {"x": 1}, {"x": 1}, "i", 1, c.instruments)
@@ -246,7 +342,9 @@ def test_preload_extends_an_inherited_ld_preload(tmp_path):
     c = load(tmp_path, campaign("echo", {"allocator": ["jemalloc"]}, shared_libs=["allocator"]))
     line = c.instruments.compose(Context({"allocator": "jemalloc"}, tmp_path), "cat /proc/self/maps; echo PATH=$PATH")
     inherited = find_library("libtcmalloc.so.4")
-    out = subprocess.run(["sh", "-c", line], env={**os.environ, "LD_PRELOAD": inherited}, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["sh", "-c", line], env={**os.environ, "LD_PRELOAD": inherited}, capture_output=True, text=True, check=True
+    ).stdout
     assert "libjemalloc.so.2" in out and "libtcmalloc.so.4" in out
     assert f"PATH={os.environ['PATH']}" in out
 

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import ROOT, compile_c
 
 
@@ -94,7 +93,19 @@ def test_leftover_background_processes_are_killed(psrun, tmp_path):
 
 
 def test_abort_leaves_no_status_and_stops_the_benchmark(psrun, tmp_path):
-    proc = subprocess.Popen([str(psrun), "--dir", str(tmp_path), "--grace", "0.3", "--", "/bin/sh", "-c", f"echo $$ > {tmp_path}/pid; exec sleep 30"])
+    proc = subprocess.Popen(
+        [
+            str(psrun),
+            "--dir",
+            str(tmp_path),
+            "--grace",
+            "0.3",
+            "--",
+            "/bin/sh",
+            "-c",
+            f"echo $$ > {tmp_path}/pid; exec sleep 30",
+        ]
+    )
     for _ in range(100):
         if (tmp_path / "pid").exists() and (tmp_path / "pid").read_text().strip():
             break
@@ -108,7 +119,13 @@ def test_abort_leaves_no_status_and_stops_the_benchmark(psrun, tmp_path):
 
 def test_parent_death_stops_the_benchmark(psrun, tmp_path):
     # sh starts psrun in the background and dies at once: psrun must notice.
-    holder = subprocess.Popen(["/bin/sh", "-c", f"{psrun} --dir {tmp_path} --grace 0.2 -- /bin/sh -c 'echo $$ > {tmp_path}/pid; exec sleep 30' & sleep 0.3; kill -9 $$"])
+    holder = subprocess.Popen(
+        [
+            "/bin/sh",
+            "-c",
+            f"{psrun} --dir {tmp_path} --grace 0.2 -- /bin/sh -c 'echo $$ > {tmp_path}/pid; exec sleep 30' & sleep 0.3; kill -9 $$",
+        ]
+    )
     holder.wait(timeout=5)
     pid = int((tmp_path / "pid").read_text())
     deadline = time.monotonic() + 5
@@ -190,7 +207,11 @@ def test_double_fork_daemon_ends_with_the_run(psrun, tmp_path, containment):
 def _group_kill_case(psrun, tmp_path, how):
     """A shell in a process group of its own starts psrun (like Snakemake does), then is killed `how`."""
     holder = subprocess.Popen(
-        ["/bin/sh", "-c", f"{psrun} --dir {tmp_path} -- /bin/sh -c 'echo $$ > {tmp_path}/pid; setsid sleep 65 & echo $! > {tmp_path}/gc.pid; exec sleep 60'; sleep 60"],
+        [
+            "/bin/sh",
+            "-c",
+            f"{psrun} --dir {tmp_path} -- /bin/sh -c 'echo $$ > {tmp_path}/pid; setsid sleep 65 & echo $! > {tmp_path}/gc.pid; exec sleep 60'; sleep 60",
+        ],
         start_new_session=True,
     )
     bench = read_pid(tmp_path / "pid")
@@ -222,7 +243,9 @@ def test_killed_caller_ends_the_run_within_a_second(psrun, tmp_path, containment
 
 def test_next_attempt_sweeps_what_a_killed_launcher_left(psrun, tmp_path, containment):
     # Working in its run directory, as command.sh makes every benchmark do.
-    proc = subprocess.Popen([str(psrun), "--dir", str(tmp_path), "--", "/bin/sh", "-c", f"cd {tmp_path}; echo $$ > pid; exec sleep 60"])
+    proc = subprocess.Popen(
+        [str(psrun), "--dir", str(tmp_path), "--", "/bin/sh", "-c", f"cd {tmp_path}; echo $$ > pid; exec sleep 60"]
+    )
     bench = read_pid(tmp_path / "pid")
     (tmp_path / "pid").unlink()
     # The launcher itself dies outright: nobody stops the benchmark now...
@@ -262,7 +285,13 @@ def test_planted_links_are_not_followed_and_are_reported(psrun, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "stdout.txt").symlink_to(outside)  # left by an earlier attempt
-    launch(psrun, run, "/bin/sh", "-c", f"cd {run} && echo out; ln -s {outside} .status.json.tmp; ln -s {outside} result.json.tmp")
+    launch(
+        psrun,
+        run,
+        "/bin/sh",
+        "-c",
+        f"cd {run} && echo out; ln -s {outside} .status.json.tmp; ln -s {outside} result.json.tmp",
+    )
     assert outside.read_text() == "precious\n"
     assert not (run / "stdout.txt").is_symlink() and (run / "stdout.txt").read_text() == "out\n"
     s = status(run)

@@ -6,7 +6,6 @@ import subprocess
 from decimal import Decimal
 
 import pytest
-
 from helpers import ROOT
 
 SRC = ROOT / "src" / "lmbench"
@@ -36,7 +35,9 @@ def run(bins, *argv, env=None, check=True):
 
 def value(out: str, suffix: str = "") -> float:
     """The median line's value (first result line), or the `.min`/`.max`/... line's with a suffix."""
-    pattern = r"^\S+" + re.escape(suffix) + r" (-?[0-9.]+) (?:ns|us|MB/s)$" if suffix else r"^\S+ (-?[0-9.]+) (?:ns|us|MB/s)$"
+    pattern = (
+        r"^\S+" + re.escape(suffix) + r" (-?[0-9.]+) (?:ns|us|MB/s)$" if suffix else r"^\S+ (-?[0-9.]+) (?:ns|us|MB/s)$"
+    )
     return float(re.search(pattern, out, re.M).group(1))
 
 
@@ -103,6 +104,7 @@ def test_bad_arguments(bins):
 @pytest.mark.e2e
 def test_lmbench_in_the_catalog(tmp_path):
     from helpers import snakemake, write_campaign
+
     from perfsnake.results import read_csv
 
     camp = write_campaign(tmp_path, {
@@ -307,7 +309,9 @@ def test_lat_ctx_defaults_to_lmbench_size_zero(tmp_path):
     from perfsnake.benchmarks.lmbench import LmbenchBenchmark
 
     bench = LmbenchBenchmark({}, "test")
-    ctx = RunContext(params={**bench.run_defaults, "micro": "lat_ctx"}, build_dir=tmp_path, run_dir=tmp_path, duration_s=1)
+    ctx = RunContext(
+        params={**bench.run_defaults, "micro": "lat_ctx"}, build_dir=tmp_path, run_dir=tmp_path, duration_s=1
+    )
     assert bench.run_command(ctx)[-2:] == ["0", "2"]  # SIZE_KB 0, 2 processes
     got = bench.parse("lat_ctx.2p_0k 14.5000 us\nlat_ctx.2p_0k.min 14.0000 us\n", "", {"micro": "lat_ctx"})
     assert got["effective_size_kb"] == 0 and got["latency_ns"] == 14500  # the record says the size
@@ -372,7 +376,7 @@ def test_catalog_rejects_bad_variables(tmp_path, variables, key, problem):
 
 def test_catalog_commands_and_parsing(tmp_path):
     from perfsnake.benchmarks.base import RunContext
-    from perfsnake.benchmarks.lmbench import LmbenchBenchmark, OPS
+    from perfsnake.benchmarks.lmbench import OPS, LmbenchBenchmark
 
     bench = LmbenchBenchmark({}, "test")
     campaign = lmbench_campaign(tmp_path, {"micro": list(OPS)})  # every program validates with its defaults
@@ -386,16 +390,26 @@ def test_catalog_commands_and_parsing(tmp_path):
     assert argv(micro="stream", op="triad") == [str(tmp_path / "stream"), *common, "triad", "32768"]
     assert argv(micro="stream", op="sum", size_kb=1024)[-2:] == ["sum", "1024"]
     assert argv(micro="lat_timer", op="select", interval_us=500)[-2:] == ["select", "500"]
-    assert argv(micro="lat_tcp", msg_bytes=64)[-1] == "64" and argv(micro="lat_pipe")[-1] == str(tmp_path / "calibration.tsv")
-    assert argv(micro="lat_ops", op="int64_div")[-1] == "int64_div" and argv(micro="lat_pagefault", size_kb=256)[-2:] == ["256", "fault"]
+    assert argv(micro="lat_tcp", msg_bytes=64)[-1] == "64" and argv(micro="lat_pipe")[-1] == str(
+        tmp_path / "calibration.tsv"
+    )
+    assert argv(micro="lat_ops", op="int64_div")[-1] == "int64_div" and argv(micro="lat_pagefault", size_kb=256)[
+        -2:
+    ] == ["256", "fault"]
 
     got = bench.parse("lat_tcp 12.5000 us\nlat_tcp.min 11.0000 us\n", "", {})
     assert got["latency_ns"] == 12500 and got["latency_min_ns"] == 11000 and got["bandwidth_mb_s"] is None
     got = bench.parse("stream.triad 40000.00 MB/s\nstream.triad.max 45000.00 MB/s\n", "", {})
     assert got["bandwidth_mb_s"] == 40000 and got["bandwidth_max_mb_s"] == 45000 and got["latency_ns"] is None
-    got = bench.parse("lat_timer.select 70.5 us\nlat_timer.select.min 60.0 us\nlat_timer.select.actual 1070.5 us\n", "", {})
+    got = bench.parse(
+        "lat_timer.select 70.5 us\nlat_timer.select.min 60.0 us\nlat_timer.select.actual 1070.5 us\n", "", {}
+    )
     assert got["latency_ns"] == 70500 and got["latency_min_ns"] == 60000 and got["actual_ns"] == 1070500
-    got = bench.parse("lat_pagefault 0.1 us\nlat_pagefault.min 0.09 us\nlat_pagefault.per_fault 1.6 us\nlat_pagefault.faults_per_page 0.0625 ratio\n", "", {})
+    got = bench.parse(
+        "lat_pagefault 0.1 us\nlat_pagefault.min 0.09 us\nlat_pagefault.per_fault 1.6 us\nlat_pagefault.faults_per_page 0.0625 ratio\n",
+        "",
+        {},
+    )
     assert got["per_fault_ns"] == pytest.approx(1600) and got["latency_ns"] == pytest.approx(100)
     got = bench.parse("lat_ops.int_add 0.2500 ns\nlat_ops.int_add.min 0.2400 ns\n", "", {})
     assert got["latency_ns"] == 0.25 and bench.parse("lat_syscall.null 0.1 us\n", "", {})["latency_min_ns"] is None
@@ -533,6 +547,7 @@ def test_catalog_rejects_bad_options(tmp_path, variables, key, problem):
 @pytest.mark.e2e
 def test_added_programs_through_a_campaign(tmp_path):
     from helpers import snakemake, write_campaign
+
     from perfsnake.results import read_csv
 
     records = [{"micro": m, "op": o, "size_kb": 256, "placement": "unpinned", "repetitions": 3} for m, o in (

@@ -5,10 +5,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from helpers import ROOT, jobs_run, snakemake, write_campaign
-from perfsnake.results import read_csv
+
 from perfsnake.instruments.locks import ALGORITHMS, LOCK_SOURCE
+from perfsnake.results import read_csv
 
 TORTURE = ROOT / "src" / "locks" / "torture.c"
 
@@ -21,7 +21,18 @@ def built(tmp_path_factory):
     for name, number in ALGORITHMS.items():
         subprocess.run(["cc", *flags, "-fPIC", "-shared", "-pthread", f"-DPSLOCK_ALGO={number}",
                         "-o", str(out / f"{name}.so"), str(LOCK_SOURCE), "-ldl"], check=True)  # fmt: skip
-    subprocess.run(["cc", "-O2", "-fPIC", "-shared", "-o", str(out / "broken.so"), str(Path(__file__).parent / "data" / "broken_lock.c")], check=True)
+    subprocess.run(
+        [
+            "cc",
+            "-O2",
+            "-fPIC",
+            "-shared",
+            "-o",
+            str(out / "broken.so"),
+            str(Path(__file__).parent / "data" / "broken_lock.c"),
+        ],
+        check=True,
+    )
     return out
 
 
@@ -29,7 +40,14 @@ def torture(built, lib, threads, iterations=10000, timeout=120):
     env = {"PATH": "/usr/bin:/bin"}
     if lib:
         env["LD_PRELOAD"] = str(built / lib)
-    return subprocess.run([str(built / "torture"), str(threads), str(iterations)], env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [str(built / "torture"), str(threads), str(iterations)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
@@ -69,7 +87,11 @@ def lock_campaign(records):
 
 @pytest.mark.e2e
 def test_lock_instrument_builds_once_per_algorithm_and_rebuilds_only_what_changed(tmp_path):
-    records = [{"lock": "pthread", "lock_cflags": "-O2"}, {"lock": "mcs", "lock_cflags": "-O2"}, {"lock": "ticket", "lock_cflags": "-O2"}]
+    records = [
+        {"lock": "pthread", "lock_cflags": "-O2"},
+        {"lock": "mcs", "lock_cflags": "-O2"},
+        {"lock": "ticket", "lock_cflags": "-O2"},
+    ]
     camp = write_campaign(tmp_path, lock_campaign(records))
     proc = snakemake(tmp_path, camp, "--cores", "2", "all")
     assert jobs_run(proc, "build") == 3  # the benchmark, mcs and ticket; pthread needs none
@@ -79,7 +101,10 @@ def test_lock_instrument_builds_once_per_algorithm_and_rebuilds_only_what_change
     assert "libpslock.so" in cmd and "LD_PRELOAD" in cmd
     libs = tmp_path / "resources/builds/pslock"
     before = {p.parent.name: p.stat().st_mtime_ns for p in libs.rglob("libpslock.so")}
-    runs_before = {p.parent.parent.parent.name: p.stat().st_mtime_ns for p in (tmp_path / "results/locks/runs").rglob("status.json")}
+    runs_before = {
+        p.parent.parent.parent.name: p.stat().st_mtime_ns
+        for p in (tmp_path / "results/locks/runs").rglob("status.json")
+    }
     # Change only ticket's build flags.
     records[2]["lock_cflags"] = "-O1"
     write_campaign(tmp_path, lock_campaign(records))
@@ -88,5 +113,10 @@ def test_lock_instrument_builds_once_per_algorithm_and_rebuilds_only_what_change
     after = {p.parent.name: p.stat().st_mtime_ns for p in libs.rglob("libpslock.so")}
     assert after["lock-mcs,lock_cflags--O2"] == before["lock-mcs,lock_cflags--O2"]
     assert "lock-ticket,lock_cflags--O1" in after
-    runs_after = {p.parent.parent.parent.name: p.stat().st_mtime_ns for p in (tmp_path / "results/locks/runs").rglob("status.json")}
-    assert runs_after["lock-mcs"] == runs_before["lock-mcs"] and runs_after["lock-pthread"] == runs_before["lock-pthread"]
+    runs_after = {
+        p.parent.parent.parent.name: p.stat().st_mtime_ns
+        for p in (tmp_path / "results/locks/runs").rglob("status.json")
+    }
+    assert (
+        runs_after["lock-mcs"] == runs_before["lock-mcs"] and runs_after["lock-pthread"] == runs_before["lock-pthread"]
+    )

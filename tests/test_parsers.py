@@ -4,8 +4,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from helpers import ROOT, compile_c
+
 from perfsnake.benchmarks.command import CommandBenchmark
 from perfsnake.benchmarks.heater import HeaterBenchmark
 from perfsnake.benchmarks.leveldb import LevelDBBenchmark
@@ -19,7 +19,12 @@ def heater(tmp_path_factory):
 
 
 def test_heater_output(heater):
-    out = subprocess.run([str(heater), "--cpu", "0", "--duration", "0.3", "--interval-ms", "50"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [str(heater), "--cpu", "0", "--duration", "0.3", "--interval-ms", "50"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     metrics = HeaterBenchmark({"type": "heater"}, "t").parse(out, "", {"cpu": 0})
     assert metrics["operations"] > 0
     assert metrics["duration_s"] == pytest.approx(0.3, abs=0.05)
@@ -31,7 +36,9 @@ def test_heater_output(heater):
 
 def test_heater_rejects_bad_arguments(heater):
     assert subprocess.run([str(heater), "--duration", "x"], capture_output=True, check=False).returncode == 2
-    proc = subprocess.run([str(heater), "--cpu", "4096", "--duration", "0.1"], capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [str(heater), "--cpu", "4096", "--duration", "0.1"], capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 1 and "cannot pin" in proc.stderr
 
 
@@ -54,7 +61,9 @@ def test_db_bench_with_rate_and_other_benchmark_name():
 
 
 def test_command_metrics_from_stdout_then_stderr():
-    bench = CommandBenchmark({"type": "command", "command": "x", "metrics": {"a": r"a=(\S+)", "b": r"b=(\d+)", "c": r"c=(\d+)"}}, "t")
+    bench = CommandBenchmark(
+        {"type": "command", "command": "x", "metrics": {"a": r"a=(\S+)", "b": r"b=(\d+)", "c": r"c=(\d+)"}}, "t"
+    )
     metrics = bench.parse("a=1.5e3\nnoise\n", "b=7\n", {})
     assert metrics == {"a": 1500.0, "b": 7, "c": None}
     assert bench.parse("a=fast", "", {})["a"] == "fast"

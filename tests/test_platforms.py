@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-
 import sshd
 from helpers import ROOT, SNAKEMAKE, snakemake, statuses, write_campaign
 
@@ -46,7 +44,9 @@ def kill_workflow_during_run(workdir: Path, campaign: Path, marker: str) -> None
     """Start the workflow, SIGKILL it (alone) once the marked benchmark runs."""
     cmd = [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
            "--configfile", str(ROOT / "config/config.yaml"), "--config", f"campaign={campaign}"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         wait_for(lambda: pgrep(marker), 120, f"{marker} to start")
     finally:
@@ -94,7 +94,9 @@ def test_ssh_builds_and_runs_on_the_remote_host(tmp_path, server):
 def test_ssh_timeout_and_killed_workflow_leave_no_remote_process(tmp_path, server):
     remote = tmp_path / "remote"
     marker = "sleep 71.31"
-    camp = write_campaign(tmp_path, command_campaign(f"{marker}; echo value={{x}}", server.platform(remote), timeout_s=1.5, nb_runs=1))
+    camp = write_campaign(
+        tmp_path, command_campaign(f"{marker}; echo value={{x}}", server.platform(remote), timeout_s=1.5, nb_runs=1)
+    )
     snakemake(tmp_path, camp, "--cores", "1", "all")
     assert {s["status"] for s in statuses(tmp_path, "p").values()} == {"timeout"}
     assert pgrep(marker) == []
@@ -112,7 +114,10 @@ def test_ssh_timeout_and_killed_workflow_leave_no_remote_process(tmp_path, serve
     [
         ({"type": "ssh", "host": "-oProxyCommand=touch /tmp/pwned"}, "platform.host"),
         ({"type": "ssh", "host": "h", "remote_dir": "/tmp/../etc"}, "platform.remote_dir"),
-        ({"type": "ssh", "host": "h", "options": {"ProxyCommand": "touch /tmp/pwned x"}}, "platform.options.ProxyCommand"),
+        (
+            {"type": "ssh", "host": "h", "options": {"ProxyCommand": "touch /tmp/pwned x"}},
+            "platform.options.ProxyCommand",
+        ),
         ({"type": "container", "image": "x", "options": ["--network=bridge"]}, "platform.options"),
         ({"type": "container", "image": "x", "network": "bridge"}, "platform.network"),
         ({"type": "container", "image": "x", "cpuset": "{nosuch}"}, "platform.cpuset"),
@@ -128,7 +133,10 @@ def test_bad_platform_is_one_line_and_writes_nothing(tmp_path, platform, needle)
 
 
 def test_ssh_refuses_instruments_that_act_on_this_machine(tmp_path):
-    camp = write_campaign(tmp_path, command_campaign("echo value={x}", {"type": "ssh", "host": "h"}, pre_run_hooks=[{"type": "drop_caches"}]))
+    camp = write_campaign(
+        tmp_path,
+        command_campaign("echo value={x}", {"type": "ssh", "host": "h"}, pre_run_hooks=[{"type": "drop_caches"}]),
+    )
     proc = snakemake(tmp_path, camp, "--cores", "1", "all", check=False)
     assert proc.returncode != 0 and "platform: the drop_caches hook acts on this machine" in proc.stderr
 
@@ -141,7 +149,9 @@ def image():
     if not shutil.which("podman"):
         pytest.skip("podman is not installed (scripts/setup/container.sh installs it)")
     # Builds the local image once (debootstrap + podman import, no registry).
-    subprocess.run(["bash", str(ROOT / "scripts/setup/container.sh"), IMAGE], check=True, capture_output=True, timeout=900)
+    subprocess.run(
+        ["bash", str(ROOT / "scripts/setup/container.sh"), IMAGE], check=True, capture_output=True, timeout=900
+    )
     return IMAGE
 
 
@@ -149,7 +159,13 @@ def test_container_runs_inside_with_cpuset_and_no_network(tmp_path, image):
     probe = ("test -e /run/.containerenv && echo inside=yes; grep Cpus_allowed_list /proc/self/status; "
              "echo interfaces=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ,); echo value={cpu}")  # fmt: skip
     platform = {"type": "container", "image": image, "cpuset": "{cpu}"}
-    snakemake(tmp_path, write_campaign(tmp_path, command_campaign(probe, platform, variables={"cpu": [0, 1]})), "--cores", "1", "all")
+    snakemake(
+        tmp_path,
+        write_campaign(tmp_path, command_campaign(probe, platform, variables={"cpu": [0, 1]})),
+        "--cores",
+        "1",
+        "all",
+    )
     runs = statuses(tmp_path, "p")
     assert len(runs) == 4 and {r["status"] for r in runs.values()} == {"ok"}
     for name in runs:
@@ -160,12 +176,22 @@ def test_container_runs_inside_with_cpuset_and_no_network(tmp_path, image):
         assert facts["cpuset"] == cpu and facts["image_id"]
     head = (tmp_path / "results/p/p.csv").read_text()
     assert "# platform: container" in head and "# platform_image_id: " in head
-    assert subprocess.run(["podman", "ps", "-aq", "--filter", "name=perfsnake-"], capture_output=True, text=True).stdout.strip() == ""
+    assert (
+        subprocess.run(
+            ["podman", "ps", "-aq", "--filter", "name=perfsnake-"], capture_output=True, text=True
+        ).stdout.strip()
+        == ""
+    )
 
 
 def test_container_host_network_sees_the_host_interfaces(tmp_path, image):
     probe = "echo value=$(tail -n +3 /proc/net/dev | wc -l)"
-    snakemake(tmp_path, write_campaign(tmp_path, command_campaign(probe, {"type": "container", "image": image, "network": "host"}, nb_runs=1)))
+    snakemake(
+        tmp_path,
+        write_campaign(
+            tmp_path, command_campaign(probe, {"type": "container", "image": image, "network": "host"}, nb_runs=1)
+        ),
+    )
     result = json.loads((tmp_path / "results/p/runs/x-1/run-1/result.json").read_text())
     host = len(Path("/proc/net/dev").read_text().splitlines()) - 2
     assert float(result["metrics"]["value"]) == host
@@ -174,7 +200,10 @@ def test_container_host_network_sees_the_host_interfaces(tmp_path, image):
 def test_container_timeout_and_killed_workflow_leave_nothing_running(tmp_path, image):
     marker = "sleep 73.51"
     platform = {"type": "container", "image": image}
-    snakemake(tmp_path, write_campaign(tmp_path, command_campaign(f"{marker}; echo value={{x}}", platform, timeout_s=1.5, nb_runs=1)))
+    snakemake(
+        tmp_path,
+        write_campaign(tmp_path, command_campaign(f"{marker}; echo value={{x}}", platform, timeout_s=1.5, nb_runs=1)),
+    )
     assert {s["status"] for s in statuses(tmp_path, "p").values()} == {"timeout"}
     other = tmp_path / "other"
     other.mkdir()

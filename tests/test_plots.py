@@ -55,7 +55,10 @@ BAR = {"kind": "bar", "x": "lock", "y": "ops_per_s", "color": "nb_threads"}
 
 
 def test_axis_titles_from_labels_and_units_with_si_ticks():
-    d = spec_of({**LINE, "labels": {"ops_per_s": "Throughput", "nb_threads": "Threads", "lock": "Lock"}}, units={"ops_per_s": "ops/s"})
+    d = spec_of(
+        {**LINE, "labels": {"ops_per_s": "Throughput", "nb_threads": "Threads", "lock": "Lock"}},
+        units={"ops_per_s": "ops/s"},
+    )
     enc = layers(d)[0]["encoding"]
     assert enc["y"]["title"] == "Throughput (ops/s)"
     assert enc["x"]["title"] == "Threads" and enc["color"]["title"] == "Lock"
@@ -127,7 +130,9 @@ def test_strip_jitter_seeded_narrower_than_band_with_median():
     assert dots["encoding"]["xOffset"]["scale"]["domain"] == [-0.5, 0.5]
     assert marker["mark"]["type"] == "tick"
     glibc_1 = [r[VALUE] for r in runs if r["lock"] == "glibc" and r["nb_threads"] == "1"]
-    assert [m[VALUE] for m in medians if m["lock"] == "glibc" and m["nb_threads"] == "1"] == [pytest.approx(np.median(glibc_1))]
+    assert [m[VALUE] for m in medians if m["lock"] == "glibc" and m["nb_threads"] == "1"] == [
+        pytest.approx(np.median(glibc_1))
+    ]
 
 
 def test_box_plots_dodged_by_colour():
@@ -147,7 +152,10 @@ def test_row_and_column_facets_with_headers_and_independent_y():
 
 
 def test_several_metrics_give_one_panel_each():
-    d = spec_of({"kind": "bar", "x": "lock", "y": ["ops_per_s", "perf_stat.cache-misses"], "column": "nb_threads"}, units={"ops_per_s": "ops/s"})
+    d = spec_of(
+        {"kind": "bar", "x": "lock", "y": ["ops_per_s", "perf_stat.cache-misses"], "column": "nb_threads"},
+        units={"ops_per_s": "ops/s"},
+    )
     assert d["facet"]["row"]["field"] == METRIC
     assert d["facet"]["row"]["sort"] == ["ops_per_s (ops/s)", "perf_stat.cache-misses"]
     assert d["resolve"]["scale"]["y"] == "independent"
@@ -184,7 +192,9 @@ def test_error_bars_use_the_campaign_statistic():
     frame = pd.DataFrame({"k": ["a"] * len(y), "y": y, "start": range(len(y))})
     s = summarise(frame, ["k"], "y", 0.9, "mean")
     ref = summary_csv_statistics(np.asarray(y), 0.9)
-    assert s["y"][0] == pytest.approx(np.mean(y)) and (s["lo"][0], s["hi"][0]) == pytest.approx((ref.mean_ci_low, ref.mean_ci_high))
+    assert s["y"][0] == pytest.approx(np.mean(y)) and (s["lo"][0], s["hi"][0]) == pytest.approx(
+        (ref.mean_ci_low, ref.mean_ci_high)
+    )
     # close to the plain t-interval (the residual-autocorrelation correction is small on independent data)
     lo, hi = stats.t.interval(0.9, len(y) - 1, loc=np.mean(y), scale=stats.sem(y))
     assert (s["lo"][0], s["hi"][0]) == pytest.approx((lo, hi), rel=0.05)
@@ -208,7 +218,9 @@ def test_every_kind_renders_svg_png_and_pdf(tmp_path):
 
 def write(tmp_path, plots: str):
     path = tmp_path / "c.yaml"
-    path.write_text(f"name: t\nbenchmark: {{type: command, command: 'echo v={{x}}', metrics: {{v: 'v=(\\S+)', w: 'w=(\\S+)'}}}}\nvariables: {{x: [1, 2], y: [a, b], z: [0]}}\nplots: {plots}\n")
+    path.write_text(
+        f"name: t\nbenchmark: {{type: command, command: 'echo v={{x}}', metrics: {{v: 'v=(\\S+)', w: 'w=(\\S+)'}}}}\nvariables: {{x: [1, 2], y: [a, b], z: [0]}}\nplots: {plots}\n"
+    )
     return path
 
 
@@ -223,9 +235,16 @@ def test_bad_plots_refused_in_one_line_at_load(tmp_path, plots, key, problem):
     path = write(tmp_path, plots)
     with pytest.raises(CampaignError) as info:
         load_campaign(path)
-    assert "\n" not in str(info.value) and info.value.key.startswith(key) and problem in info.value.problem, str(info.value)
+    assert "\n" not in str(info.value) and info.value.key.startswith(key) and problem in info.value.problem, str(
+        info.value
+    )
 
 
 def test_mapped_plots_load_with_their_names(tmp_path):
-    c = load_campaign(write(tmp_path, "[{kind: bar, x: x, y: [v, w], row: y}, {kind: line, x: x, y: v, color: y, log_x: 2, style: print}]"))
+    c = load_campaign(
+        write(
+            tmp_path,
+            "[{kind: bar, x: x, y: [v, w], row: y}, {kind: line, x: x, y: v, color: y, log_x: 2, style: print}]",
+        )
+    )
     assert [p["name"] for p in c.plots] == ["bar-v-w-by-x", "line-v-by-x"]

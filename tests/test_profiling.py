@@ -7,10 +7,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from helpers import jobs_run, mtimes, snakemake, write_campaign
-from perfsnake.results import read_csv, read_metadata
+
 from perfsnake.instruments.profiling import parse_perf_stat, resolve_event
+from perfsnake.results import read_csv, read_metadata
 
 EVENTS = "task-clock,context-switches,page-faults,instructions,cycles"
 
@@ -23,7 +23,9 @@ def perf_stat(tmp_path, env=None):
 
 
 def supported(event):
-    probe = subprocess.run(["perf", "stat", "-x", ";", "-e", event, "true"], capture_output=True, text=True, check=False).stderr
+    probe = subprocess.run(
+        ["perf", "stat", "-x", ";", "-e", event, "true"], capture_output=True, text=True, check=False
+    ).stderr
     return "<not supported>" not in probe and "<not counted>" not in probe
 
 
@@ -41,7 +43,9 @@ def test_parse_real_perf_stat(tmp_path):
 def test_parse_perf_stat_in_a_decimal_comma_locale(tmp_path):
     locales = tmp_path / "locales"
     locales.mkdir()
-    made = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8", str(locales / "de_DE.UTF-8")], capture_output=True, check=False)
+    made = subprocess.run(
+        ["localedef", "-i", "de_DE", "-f", "UTF-8", str(locales / "de_DE.UTF-8")], capture_output=True, check=False
+    )
     if made.returncode not in (0, 1) or not (locales / "de_DE.UTF-8").exists():
         pytest.skip("cannot build the de_DE locale here")
     text = perf_stat(tmp_path, {"LOCPATH": str(locales), "LC_ALL": "de_DE.UTF-8"})
@@ -62,7 +66,10 @@ def heater_campaign(**extra):
     data = {
         "name": "prof",
         "benchmark": "heater",
-        "variables": {"cflags": ["-O2 -fno-omit-frame-pointer"], "cpu": [0, 1] if len(os.sched_getaffinity(0)) > 1 else [0]},
+        "variables": {
+            "cflags": ["-O2 -fno-omit-frame-pointer"],
+            "cpu": [0, 1] if len(os.sched_getaffinity(0)) > 1 else [0],
+        },
         "nb_runs": 1,
         "duration_s": 0.5,
         "wrappers": [{"type": "perf_record", "frequency": 499}, "perf_stat"],

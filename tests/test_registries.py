@@ -4,10 +4,10 @@ registries, and the package's imports have no cycle and point down the layers.""
 from __future__ import annotations
 
 from perfsnake.benchmarks import BUILTINS
-from perfsnake.schema import load_schema
 from perfsnake.devtools import imports
 from perfsnake.instruments.registry import HOOKS, LIBS, SECTIONS, WRAPPERS
 from perfsnake.platforms import PLATFORMS
+from perfsnake.schema import load_schema
 
 
 def _schema() -> dict:

@@ -58,7 +58,12 @@ def test_markdown_latex_and_org_exports(tmp_path):
     assert lines[0] == "| lock | t | metric | mean | 95 % CI | n | relative |"
     assert lines[1] == "|:---|:---|:---|---:|---:|---:|---:|" and len(lines) == 6
     latex = tex.read_text()
-    assert r"\toprule" in latex and r"\midrule" in latex and r"\bottomrule" in latex and r"\begin{tabular}{lllrrrr}" in latex
+    assert (
+        r"\toprule" in latex
+        and r"\midrule" in latex
+        and r"\bottomrule" in latex
+        and r"\begin{tabular}{lllrrrr}" in latex
+    )
     assert r"95 \% CI" in latex and r"$\pm$" in latex and r"c\_1" in latex
     rows = org.read_text().splitlines()
     assert rows[1].startswith("|-") and "+" in rows[1] and "2.00 +- " in org.read_text() and "±" not in org.read_text()
@@ -70,7 +75,9 @@ def test_latex_escapes_special_characters():
 
 def test_comparisons_page_lists_significant_rows_first(tmp_path):
     src = tmp_path / "comparisons.csv"
-    pd.DataFrame({"metric": ["m", "m"], "a": ["x", "y"], "p_value": [0.5, 0.001], "significant": [False, True]}).to_csv(src, index=False)
+    pd.DataFrame({"metric": ["m", "m"], "a": ["x", "y"], "p_value": [0.5, 0.001], "significant": [False, True]}).to_csv(
+        src, index=False
+    )
     tables.csv_html(src, tmp_path / "c.html", "c: comparisons", significant_first=True)
     page = (tmp_path / "c.html").read_text()
     assert page.index("<td>y</td>") < page.index("<td>x</td>") and "<table" in page
@@ -80,13 +87,25 @@ def test_flame_graphs_get_short_titles_naming_what_differs():
     c = load_campaign(ROOT / "config/campaigns/flamegraph_leveldb.yaml")
     entries = tables.flame_entries(c, CampaignIndex({c.name: c}, None).instrument_targets(c.name))
     titles = [e["title"] for e in entries]
-    assert titles == ["lock = cas, run 1", "lock = mcs, run 1", "differential: lock: cas -> mcs", "differential: lock: mcs -> cas"]
+    assert titles == [
+        "lock = cas, run 1",
+        "lock = mcs, run 1",
+        "differential: lock: cas -> mcs",
+        "differential: lock: mcs -> cas",
+    ]
 
 
 def test_campaign_targets_include_tables_pages_and_pdf():
     c = load_campaign(ROOT / "config/campaigns/flamegraph_leveldb.yaml")
     targets = CampaignIndex({c.name: c}, None).campaign_targets(c.name)
-    for name in ("summary.md", "summary.tex", "summary.org", "report/landing.html", "report/summary.html", "report/flamegraphs.html"):
+    for name in (
+        "summary.md",
+        "summary.tex",
+        "summary.org",
+        "report/landing.html",
+        "report/summary.html",
+        "report/flamegraphs.html",
+    ):
         assert f"results/flamegraph_leveldb/{name}" in targets
     h = load_campaign(ROOT / "config/campaigns/heater.yaml")
     assert any(t.endswith(".pdf") for t in CampaignIndex({h.name: h}, None).campaign_targets(h.name))
@@ -119,7 +138,12 @@ def test_report_shows_landing_tables_and_captions(tmp_path):
 def test_landing_fragment_names_counts_machine_and_files():
     frag = tables.landing_fragment({"name": "c", "records": 2, "benchmark": "b", "variables": ["x"], "values": {"x": ["1", "2"]}},
                                    {"runs": 4, "runs_ok": 3, "runs_failed": 1, "runs_timeout": 0, "cpu_model": "Z80 <fast>"}, "Desc & more", ["c.csv"])  # fmt: skip
-    assert "4 (3 / 1 / 0)" in frag and "Z80 &lt;fast&gt;" in frag and "Desc &amp; more" in frag and "<tt>c.csv</tt>" in frag
+    assert (
+        "4 (3 / 1 / 0)" in frag
+        and "Z80 &lt;fast&gt;" in frag
+        and "Desc &amp; more" in frag
+        and "<tt>c.csv</tt>" in frag
+    )
 
 
 def test_constant_variables_left_out_of_the_rows():

@@ -11,11 +11,11 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-
 from helpers import ROOT, SNAKEMAKE, jobs_run, snakemake, statuses, write_campaign
-from perfsnake.results import read_csv
-from perfsnake.machine.sysinfo import online_cpus
 from slurm_cluster import SLURM_CONF, ClusterUnavailable, SlurmCluster, missing_binaries
+
+from perfsnake.machine.sysinfo import online_cpus
+from perfsnake.results import read_csv
 
 pytestmark = [
     pytest.mark.e2e,

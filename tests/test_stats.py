@@ -67,7 +67,11 @@ def test_t_interval_equals_scipy():
     [
         ("normal", lambda r, n: r.normal(100.0, 15.0, size=(8000, n)), 100.0),
         ("lognormal", lambda r, n: r.lognormal(0.0, 0.25, size=(8000, n)), float(np.exp(0.25**2 / 2))),
-        ("bimodal", lambda r, n: np.where(r.random((8000, n)) < 0.5, r.normal(0, 1, (8000, n)), r.normal(5, 1, (8000, n))), 2.5),
+        (
+            "bimodal",
+            lambda r, n: np.where(r.random((8000, n)) < 0.5, r.normal(0, 1, (8000, n)), r.normal(5, 1, (8000, n))),
+            2.5,
+        ),
     ],
 )
 def test_mean_intervals_cover_the_truth(name, draw, truth):
@@ -125,7 +129,9 @@ def test_median_interval_exact_order_statistics():
     # the level is the binomial coverage of the chosen order statistics
     xs = np.sort(x)
     j = int(np.searchsorted(xs, lo))
-    assert xs[59 - j] == hi and level == pytest.approx(1 - 2 * stats.binom.cdf(j, 60, 0.5))  # P(x_(j+1) <= m <= x_(60-j))
+    assert xs[59 - j] == hi and level == pytest.approx(
+        1 - 2 * stats.binom.cdf(j, 60, 0.5)
+    )  # P(x_(j+1) <= m <= x_(60-j))
     assert 1 - 2 * stats.binom.cdf(j + 1, 60, 0.5) < 0.95  # and the next narrower one falls short
     assert median_interval(np.full(10, 3.0), 0.95) == (3.0, 3.0, "degenerate", 1.0)
     assert median_interval(np.array([1.0]), 0.95)[2] == "none"
@@ -160,7 +166,9 @@ def test_welch_equals_scipy():
     assert c.df == pytest.approx(ref.df)
     assert c.relative_difference == pytest.approx((b.mean() - a.mean()) / a.mean())
     rows_a, rows_b = RNG.normal(size=(50, 15)), RNG.normal(size=(50, 25))
-    assert np.allclose(welch_p_values(rows_a, rows_b, correct=False), stats.ttest_ind(rows_b, rows_a, axis=1, equal_var=False).pvalue)
+    assert np.allclose(
+        welch_p_values(rows_a, rows_b, correct=False), stats.ttest_ind(rows_b, rows_a, axis=1, equal_var=False).pvalue
+    )
 
 
 def test_welch_on_subsessions_matches_its_vectorised_form():
@@ -200,7 +208,15 @@ def test_welch_on_independent_data_keeps_its_level_and_most_power():
 # ---- warm-up and cool-down ---------------------------------------------------------
 
 
-def series_with_warmup(kind: str, rng: np.random.Generator, n: int = 300, warmup: int = 40, cooldown: int = 0, noise: float = 0.02, phi: float = 0.0) -> np.ndarray:
+def series_with_warmup(
+    kind: str,
+    rng: np.random.Generator,
+    n: int = 300,
+    warmup: int = 40,
+    cooldown: int = 0,
+    noise: float = 0.02,
+    phi: float = 0.0,
+) -> np.ndarray:
     level = np.full(n, 100.0)
     level[:warmup] *= np.linspace(0.3, 0.5, warmup)  # a warm-up ramp well below the steady level
     if cooldown:
@@ -213,12 +229,21 @@ def series_with_warmup(kind: str, rng: np.random.Generator, n: int = 300, warmup
 
 
 def found(seg, warmup: int, cooldown: int, n: int = 300) -> bool:
-    return abs(seg.start - warmup) <= max(1, 0.05 * warmup) and abs((n - seg.end) - cooldown) <= max(1, 0.05 * max(cooldown, 1))
+    return abs(seg.start - warmup) <= max(1, 0.05 * warmup) and abs((n - seg.end) - cooldown) <= max(
+        1, 0.05 * max(cooldown, 1)
+    )
 
 
 @pytest.mark.parametrize(
     "kind,noise,phi",
-    [("iid", 0.02, 0.0), ("multiplicative", 0.02, 0.0), ("multiplicative", 0.2, 0.0), ("ar1", 0.02, 0.5), ("ar1", 0.02, 0.7), ("ar1", 0.02, 0.9)],
+    [
+        ("iid", 0.02, 0.0),
+        ("multiplicative", 0.02, 0.0),
+        ("multiplicative", 0.2, 0.0),
+        ("ar1", 0.02, 0.5),
+        ("ar1", 0.02, 0.7),
+        ("ar1", 0.02, 0.9),
+    ],
 )
 def test_warmup_of_known_length_is_found(kind, noise, phi):
     rng = np.random.default_rng(int(noise * 100 + phi * 10))
@@ -229,7 +254,10 @@ def test_warmup_of_known_length_is_found(kind, noise, phi):
 @pytest.mark.parametrize("warmup,cooldown", [(40, 0), (25, 15), (60, 20)])
 def test_cooldown_after_warmup_is_found(warmup, cooldown):
     rng = np.random.default_rng(warmup)
-    hits = sum(found(steady_segment(series_with_warmup("iid", rng, warmup=warmup, cooldown=cooldown)), warmup, cooldown) for _ in range(100))
+    hits = sum(
+        found(steady_segment(series_with_warmup("iid", rng, warmup=warmup, cooldown=cooldown)), warmup, cooldown)
+        for _ in range(100)
+    )
     assert hits >= 95
 
 
@@ -240,10 +268,14 @@ def test_level_dependent_noise_example_from_issue_18():
     assert (seg.start, seg.end, seg.method) == (10, 30, "changepoint")
 
 
-@pytest.mark.parametrize("kind,noise,phi", [("iid", 0.02, 0.0), ("multiplicative", 0.2, 0.0), ("ar1", 0.02, 0.7), ("ar1", 0.02, 0.9)])
+@pytest.mark.parametrize(
+    "kind,noise,phi", [("iid", 0.02, 0.0), ("multiplicative", 0.2, 0.0), ("ar1", 0.02, 0.7), ("ar1", 0.02, 0.9)]
+)
 def test_stationary_series_are_rarely_trimmed(kind, noise, phi):
     rng = np.random.default_rng(99)
-    trimmed = sum(steady_segment(series_with_warmup(kind, rng, warmup=0, noise=noise, phi=phi)).removed > 0 for _ in range(300))
+    trimmed = sum(
+        steady_segment(series_with_warmup(kind, rng, warmup=0, noise=noise, phi=phi)).removed > 0 for _ in range(300)
+    )
     assert trimmed / 300 <= 0.05
 
 

@@ -5,7 +5,9 @@ import pytest
 from perfsnake.template import placeholders, render
 
 
-@pytest.mark.parametrize("value", ["$(touch canary)", "`touch canary`", "a; touch canary", "'\"; touch canary; echo \"'", "x\ntouch canary"])
+@pytest.mark.parametrize(
+    "value", ["$(touch canary)", "`touch canary`", "a; touch canary", "'\"; touch canary; echo \"'", "x\ntouch canary"]
+)
 def test_rendered_values_cannot_inject(tmp_path, value):
     cmd = render("printf %s {x}", {"x": value})
     out = subprocess.run(["sh", "-c", cmd], cwd=tmp_path, capture_output=True, text=True, check=True)

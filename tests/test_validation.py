@@ -29,7 +29,9 @@ CASES = [
 def test_events_perf_lists_and_generic_ones_pass(tmp_path):
     path = tmp_path / "c.yaml"
     events = ["task-clock", "cs", "cycles", "LLC-load-misses", "sched:sched_switch", "r003c", "cycles:u"]
-    path.write_text(yaml.safe_dump({"name": "c", "benchmark": "heater", "wrappers": [{"type": "perf_stat", "events": events}]}))
+    path.write_text(
+        yaml.safe_dump({"name": "c", "benchmark": "heater", "wrappers": [{"type": "perf_stat", "events": events}]})
+    )
     assert load_campaign(path).instruments.wrappers[0].events == events
 
 

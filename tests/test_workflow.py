@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from helpers import ROOT, SNAKEMAKE, jobs_run, mtimes, snakemake, statuses, write_campaign
+
 from perfsnake.results import read_csv, read_metadata
 
 pytestmark = pytest.mark.e2e
@@ -40,7 +40,18 @@ def test_campaign_end_to_end(tmp_path):
     assert sorted(frame["value"]) == [1, 1, 2, 2]
     assert set(frame["status"]) == {"ok"}
     columns = list(frame.columns)
-    assert columns[:10] == ["campaign", "benchmark", "x", "run", "value", "status", "exit_code", "wall_s", "start", "end"]
+    assert columns[:10] == [
+        "campaign",
+        "benchmark",
+        "x",
+        "run",
+        "value",
+        "status",
+        "exit_code",
+        "wall_s",
+        "start",
+        "end",
+    ]
     assert all(c.startswith("machine.") for c in columns[10:]) and "machine.load1" in columns
     meta = read_metadata(base / "c.csv")
     assert meta["campaign"] == "c" and meta["runs_ok"] == "4"
@@ -125,11 +136,20 @@ def test_runs_never_overlap_with_two_cores(tmp_path):
 def test_failures_are_data_and_rerun_failed_reruns_only_them(tmp_path):
     fixed = "[ -e {run_dir}/../../../ok ]"
     command = f"if [ {{x}} = bad ] && ! {fixed}; then echo broken >&2; exit 3; fi; if [ {{x}} = slow ] && ! {fixed}; then sleep 30; fi; echo value=1"
-    camp = write_campaign(tmp_path, command_campaign(command=command, variables={"x": ["good", "bad", "slow"]}, timeout_s=1))
+    camp = write_campaign(
+        tmp_path, command_campaign(command=command, variables={"x": ["good", "bad", "slow"]}, timeout_s=1)
+    )
     snakemake(tmp_path, camp, "--cores", "1", "all")
     frame = read_csv(tmp_path / "results" / "c" / "c.csv")
     status = dict(zip(frame["x"] + "/" + frame["run"].astype(str), frame["status"]))
-    assert status == {"good/1": "ok", "good/2": "ok", "bad/1": "failed", "bad/2": "failed", "slow/1": "timeout", "slow/2": "timeout"}
+    assert status == {
+        "good/1": "ok",
+        "good/2": "ok",
+        "bad/1": "failed",
+        "bad/2": "failed",
+        "slow/1": "timeout",
+        "slow/2": "timeout",
+    }
     assert set(frame[frame["x"] == "bad"]["exit_code"]) == {3}
     bad = json.loads((tmp_path / "results/c/runs/x-bad/run-1/result.json").read_text())
     assert "broken" in bad["stderr_tail"] and bad["exit_code"] == 3
@@ -154,10 +174,14 @@ def test_failures_are_data_and_rerun_failed_reruns_only_them(tmp_path):
 
 
 def test_kill_and_resume(tmp_path):
-    camp = write_campaign(tmp_path, command_campaign(command="sleep 0.4; echo value={x}", variables={"x": list(range(6))}))
+    camp = write_campaign(
+        tmp_path, command_campaign(command="sleep 0.4; echo value={x}", variables={"x": list(range(6))})
+    )
     cmd = [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
            "--configfile", str(ROOT / "config/config.yaml"), "--config", f"campaign={camp}", "--cores", "1", "all"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.monotonic() + 120
     while len(statuses(tmp_path, "c") if (tmp_path / "results/c/runs").exists() else {}) < 3:
         assert time.monotonic() < deadline and proc.poll() is None
@@ -167,7 +191,9 @@ def test_kill_and_resume(tmp_path):
     done = mtimes(tmp_path, "c")
     assert 3 <= len(done) < 12
     time.sleep(1.5)  # an orphaned launcher notices its parent died within a second
-    leftovers = subprocess.run(["pgrep", "-f", f"{tmp_path}/results"], capture_output=True, text=True, check=False).stdout.split()
+    leftovers = subprocess.run(
+        ["pgrep", "-f", f"{tmp_path}/results"], capture_output=True, text=True, check=False
+    ).stdout.split()
     assert leftovers == []
     # The documented resume: unlock, then run with --rerun-incomplete.
     snakemake(tmp_path, camp, "--unlock", "all")
@@ -183,7 +209,10 @@ def test_kill_and_resume(tmp_path):
     [
         ("name: c\nbenchmark: {type: command, command: 'echo {x}'}\nvariables: {x: []}\n", "variables.x: empty list"),
         ("name: c\nbenchmark: nosuch\n", "benchmark: unknown benchmark"),
-        ("name: c\nbenchmark: {type: command, command: echo, metrics: {m: 'x'}}\n", "benchmark.metrics.m: regex must have exactly one group"),
+        (
+            "name: c\nbenchmark: {type: command, command: echo, metrics: {m: 'x'}}\n",
+            "benchmark.metrics.m: regex must have exactly one group",
+        ),
         ("name: c\nbenchmark: heater\nextra: 1\n", "extra: unknown key"),
     ],
 )
@@ -200,8 +229,18 @@ def test_bad_campaign_stops_before_anything_with_one_line(tmp_path, text, needle
 
 def test_injection_attempts_stay_inert(tmp_path):
     canary = tmp_path / "canary"
-    nasty = [f"$(touch {canary})", f"`touch {canary}`", f"; touch {canary}", "../../../../escape", "a b/c", "ünï cødé", "{x}"]
-    camp = write_campaign(tmp_path, command_campaign(command="printf 'value=%s\\n' {x}", variables={"x": nasty}, nb_runs=1))
+    nasty = [
+        f"$(touch {canary})",
+        f"`touch {canary}`",
+        f"; touch {canary}",
+        "../../../../escape",
+        "a b/c",
+        "ünï cødé",
+        "{x}",
+    ]
+    camp = write_campaign(
+        tmp_path, command_campaign(command="printf 'value=%s\\n' {x}", variables={"x": nasty}, nb_runs=1)
+    )
     snakemake(tmp_path, camp, "--cores", "1", "all")
     assert not canary.exists()
     results = (tmp_path / "results").resolve()
@@ -289,7 +328,9 @@ def test_warmup_is_removed_from_heater_time_series(tmp_path):
 
 @pytest.mark.parametrize("order", ["interleaved", "grouped", "random"])
 def test_runs_execute_in_the_campaign_order(tmp_path, order):
-    camp = write_campaign(tmp_path, command_campaign(command="echo value={x}", variables={"x": [1, 2, 3]}, nb_runs=3, order=order, seed=7))
+    camp = write_campaign(
+        tmp_path, command_campaign(command="echo value={x}", variables={"x": [1, 2, 3]}, nb_runs=3, order=order, seed=7)
+    )
     snakemake(tmp_path, camp, "--cores", "2", "all")
     executed = [k for k, _ in sorted(statuses(tmp_path, "c").items(), key=lambda kv: kv[1]["start_epoch"])]
     slots = [f"x-{x}/run-{i}" for x in (1, 2, 3) for i in (1, 2, 3)]
@@ -307,7 +348,7 @@ def test_runs_execute_in_the_campaign_order(tmp_path, order):
 
 def test_run_until_precise(tmp_path):
     # "quiet" is constant: met after min_runs; "noisy" varies ~3 %: needs more runs.
-    command = 'if [ {x} = quiet ]; then echo value=1000; else echo value=$(( 1000 + ($$ * 7919) % 60 )); fi'
+    command = "if [ {x} = quiet ]; then echo value=1000; else echo value=$(( 1000 + ($$ * 7919) % 60 )); fi"
     data = command_campaign(command=command, variables={"x": ["quiet", "noisy"]},
                             precision={"metric": "value", "target_rel_ci": 0.01, "min_runs": 3, "max_runs": 12})  # fmt: skip
     del data["nb_runs"]
@@ -352,7 +393,11 @@ def test_observer_effect_control(tmp_path):
     control_cmd = (tmp_path / "results/c__control/runs/x-1/run-1/command.sh").read_text()
     assert "strace" not in control_cmd
     order = sorted(
-        [(s["start_epoch"], name) for name in ("c", "c__control", "c__only-strace") for s in statuses(tmp_path, name).values()]
+        [
+            (s["start_epoch"], name)
+            for name in ("c", "c__control", "c__only-strace")
+            for s in statuses(tmp_path, name).values()
+        ]
     )
     assert [n for _, n in order[:3]] == ["c", "c__control", "c__only-strace"]
 

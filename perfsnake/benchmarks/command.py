@@ -57,7 +57,9 @@ class CommandBenchmark(Benchmark):
             except re.error as exc:
                 raise self.fail("benchmark.series.regex", f"invalid regex: {exc}") from None
             if self.series_pattern.groups != 1:
-                raise self.fail("benchmark.series.regex", f"regex must have exactly one group, has {self.series_pattern.groups}")
+                raise self.fail(
+                    "benchmark.series.regex", f"regex must have exactly one group, has {self.series_pattern.groups}"
+                )
             self.series_name = str(series["name"])
         self.build_defaults = {}
 
@@ -76,7 +78,10 @@ class CommandBenchmark(Benchmark):
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         for var in self.declared_build_vars:
             if var not in variables:
-                raise self.fail("benchmark.build_variables", f"{var!r} is not a campaign variable (variables: {', '.join(variables) or 'none'})")
+                raise self.fail(
+                    "benchmark.build_variables",
+                    f"{var!r} is not a campaign variable (variables: {', '.join(variables) or 'none'})",
+                )
         allowed_run = set(variables) | RUN_BUILTINS
         allowed_build = set(self.declared_build_vars) | BUILD_BUILTINS
         self._check_template("benchmark.command", self.command, allowed_run)

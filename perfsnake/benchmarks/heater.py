@@ -41,7 +41,9 @@ class HeaterBenchmark(Benchmark):
             cpu = record["cpu"]
             if isinstance(cpu, bool) or not isinstance(cpu, int) or cpu not in online:
                 choices = ", ".join(map(str, online))
-                raise self.fail("variables.cpu", f"{value_text(cpu)!r} is not an online CPU (online: {choices}, or 'all')")
+                raise self.fail(
+                    "variables.cpu", f"{value_text(cpu)!r} is not an online CPU (online: {choices}, or 'all')"
+                )
             interval = record.get("interval_ms", 0)
             if isinstance(interval, bool) or not isinstance(interval, int) or interval < 0:
                 raise self.fail("variables.interval_ms", f"{value_text(interval)!r} is not a non-negative integer")

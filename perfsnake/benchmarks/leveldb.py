@@ -36,13 +36,19 @@ class LevelDBBenchmark(Benchmark):
         for record in records:
             name = record.get("bench_name", "readrandom")
             if name not in BENCHMARKS:
-                raise self.fail("variables.bench_name", f"unknown db_bench benchmark {value_text(name)!r} (choose from {', '.join(BENCHMARKS)})")
+                raise self.fail(
+                    "variables.bench_name",
+                    f"unknown db_bench benchmark {value_text(name)!r} (choose from {', '.join(BENCHMARKS)})",
+                )
             for var in ("nb_threads", "reads", "num"):
                 value = record.get(var, 1)
                 if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                     raise self.fail(f"variables.{var}", f"{value_text(value)!r} is not a positive integer")
             if record.get("build_type", "Release") not in ("Release", "Debug", "RelWithDebInfo", "MinSizeRel"):
-                raise self.fail("variables.build_type", f"{value_text(record['build_type'])!r} is not a CMake build type (Release, Debug, RelWithDebInfo, MinSizeRel)")
+                raise self.fail(
+                    "variables.build_type",
+                    f"{value_text(record['build_type'])!r} is not a CMake build type (Release, Debug, RelWithDebInfo, MinSizeRel)",
+                )
 
     def build_script(self, ctx: BuildContext) -> str:
         assert ctx.src_dir is not None

@@ -67,11 +67,30 @@ SIZED = ("lat_mem_rd", "bw_mem", "lat_ctx", "lat_mmap", "lat_pagefault", "stream
 #: not scalable in lmbench3 (lat_connect: TIME_WAIT exhaustion; lat_ops, mhz: CPU constants)
 UNSCALABLE = ("lat_connect", "lat_ops", "mhz")
 #: programs with two communicating ends, which `placement` pins (-A)
-IPC = ("lat_pipe", "lat_ctx", "lat_tcp", "lat_udp", "lat_connect", "bw_pipe", "bw_unix", "lat_unix", "lat_fifo", "lat_sem", "bw_tcp")
+IPC = (
+    "lat_pipe",
+    "lat_ctx",
+    "lat_tcp",
+    "lat_udp",
+    "lat_connect",
+    "bw_pipe",
+    "bw_unix",
+    "lat_unix",
+    "lat_fifo",
+    "lat_sem",
+    "bw_tcp",
+)
 PLACEMENTS = ("unpinned", "same", "different")
 #: smallest size_kb and largest msg_bytes each program accepts
 MIN_SIZE_KB = {"bw_mem": 4, "lat_pagefault": 64, "lat_ctx": 0}
-MAX_MSG_BYTES = {"lat_udp": 65507, "lat_tcp": 16 << 20, "lat_unix": 16 << 20, "bw_pipe": 64 << 20, "bw_unix": 64 << 20, "bw_tcp": 64 << 20}
+MAX_MSG_BYTES = {
+    "lat_udp": 65507,
+    "lat_tcp": 16 << 20,
+    "lat_unix": 16 << 20,
+    "bw_pipe": 64 << 20,
+    "bw_unix": 64 << 20,
+    "bw_tcp": 64 << 20,
+}
 #: secondary result lines "<primary>.<suffix>" -> metric
 _SECONDARY = {"min": "latency_min_ns", "actual": "actual_ns", "per_fault": "per_fault_ns", "mhz": "mhz"}
 _LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz)$", re.M)
@@ -92,7 +111,15 @@ class LmbenchBenchmark(Benchmark):
     build_defaults = {"lmbench_cflags": "-O2"}
     run_defaults = {"micro": "lat_syscall", "stride": 64, "nprocs": 2, "interval_us": 1000, "nfds": 200, "parallel": 1, "repetitions": 11,
                     "warmup_us": 0, "placement": "unpinned"}  # fmt: skip
-    metrics = ("latency_ns", "latency_min_ns", "bandwidth_mb_s", "bandwidth_max_mb_s", "actual_ns", "per_fault_ns", "mhz")
+    metrics = (
+        "latency_ns",
+        "latency_min_ns",
+        "bandwidth_mb_s",
+        "bandwidth_max_mb_s",
+        "actual_ns",
+        "per_fault_ns",
+        "mhz",
+    )
 
     def source_files(self) -> list[Path]:
         return sorted(SRC.glob("*.[ch]"))
@@ -101,27 +128,49 @@ class LmbenchBenchmark(Benchmark):
         for record in records:
             p = {**self.run_defaults, **record}
             if p["micro"] not in PROGRAMS:
-                raise self.fail("variables.micro", f"unknown micro-benchmark {value_text(p['micro'])!r} (choose from {', '.join(PROGRAMS)})")
+                raise self.fail(
+                    "variables.micro",
+                    f"unknown micro-benchmark {value_text(p['micro'])!r} (choose from {', '.join(PROGRAMS)})",
+                )
             micro = str(p["micro"])
             ops = OPS[micro]
             op = p.get("op", ops[0])
             if len(ops) > 1 and op not in ops:
-                raise self.fail("variables.op", f"{value_text(op)!r} is not an operation of {micro} (choose from {', '.join(ops)})")
+                raise self.fail(
+                    "variables.op", f"{value_text(op)!r} is not an operation of {micro} (choose from {', '.join(ops)})"
+                )
             for var in ("stride", "nprocs", "parallel", "repetitions", "interval_us", "msg_bytes", "nfds"):
                 if var in p and not _positive(p[var]):
                     raise self.fail(f"variables.{var}", f"{value_text(p[var])!r} is not a positive integer")
             self._check_options(micro, p)
-            if "size_kb" in p and not (_positive(p["size_kb"]) or (micro == "lat_ctx" and p["size_kb"] == 0 and not isinstance(p["size_kb"], bool))):
-                raise self.fail("variables.size_kb", f"{value_text(p['size_kb'])!r} is not a positive integer" + (" (or 0)" if micro == "lat_ctx" else ""))
+            if "size_kb" in p and not (
+                _positive(p["size_kb"])
+                or (micro == "lat_ctx" and p["size_kb"] == 0 and not isinstance(p["size_kb"], bool))
+            ):
+                raise self.fail(
+                    "variables.size_kb",
+                    f"{value_text(p['size_kb'])!r} is not a positive integer"
+                    + (" (or 0)" if micro == "lat_ctx" else ""),
+                )
             if micro in UNSCALABLE and p["parallel"] != 1:
-                raise self.fail("variables.parallel", f"{micro} is not a scalable benchmark (as in lmbench3): parallel must be 1, not {value_text(p['parallel'])}")
+                raise self.fail(
+                    "variables.parallel",
+                    f"{micro} is not a scalable benchmark (as in lmbench3): parallel must be 1, not {value_text(p['parallel'])}",
+                )
             size = p.get("size_kb", SIZE_KB_DEFAULT.get(micro, 1024))
             if size < MIN_SIZE_KB.get(micro, 1):  # type: ignore[operator]
-                raise self.fail("variables.size_kb", f"{micro} needs size_kb >= {MIN_SIZE_KB[micro]}, not {value_text(size)}")
+                raise self.fail(
+                    "variables.size_kb", f"{micro} needs size_kb >= {MIN_SIZE_KB[micro]}, not {value_text(size)}"
+                )
             if "msg_bytes" in p and p["msg_bytes"] > MAX_MSG_BYTES.get(micro, p["msg_bytes"]):  # type: ignore[operator]
-                raise self.fail("variables.msg_bytes", f"{micro} takes msg_bytes up to {MAX_MSG_BYTES[micro]}, not {value_text(p['msg_bytes'])}")
+                raise self.fail(
+                    "variables.msg_bytes",
+                    f"{micro} takes msg_bytes up to {MAX_MSG_BYTES[micro]}, not {value_text(p['msg_bytes'])}",
+                )
             if p["interval_us"] > 10_000_000:  # type: ignore[operator]
-                raise self.fail("variables.interval_us", f"{value_text(p['interval_us'])} is above lat_timer's limit of 10000000 us")
+                raise self.fail(
+                    "variables.interval_us", f"{value_text(p['interval_us'])} is above lat_timer's limit of 10000000 us"
+                )
 
     def _check_options(self, micro: str, p: Mapping[str, object]) -> None:
         """warmup_us, placement, nfds and file: the harness options and the
@@ -130,9 +179,14 @@ class LmbenchBenchmark(Benchmark):
         if not (isinstance(warmup, int) and not isinstance(warmup, bool) and warmup >= 0):
             raise self.fail("variables.warmup_us", f"{value_text(warmup)!r} is not a non-negative integer")
         if p["placement"] not in PLACEMENTS:
-            raise self.fail("variables.placement", f"{value_text(p['placement'])!r} is not a placement (choose from {', '.join(PLACEMENTS)})")
+            raise self.fail(
+                "variables.placement",
+                f"{value_text(p['placement'])!r} is not a placement (choose from {', '.join(PLACEMENTS)})",
+            )
         if p["placement"] != "unpinned" and micro not in IPC:
-            raise self.fail("variables.placement", f"{micro} has no two ends to place (placement is for {', '.join(IPC)})")
+            raise self.fail(
+                "variables.placement", f"{micro} has no two ends to place (placement is for {', '.join(IPC)})"
+            )
         if p["nfds"] > 1000:  # type: ignore[operator]
             raise self.fail("variables.nfds", f"lat_select takes nfds up to 1000, not {value_text(p['nfds'])}")
         if "file" in p and (not isinstance(p["file"], str) or not p["file"].startswith("/")):
@@ -142,7 +196,17 @@ class LmbenchBenchmark(Benchmark):
         flags = shlex.split(value_text(ctx.params["lmbench_cflags"]))
         lines = []
         for prog in PROGRAMS:
-            argv = ["cc", *flags, "-Wall", "-Wextra", "-Werror", "-o", str(ctx.build_dir / prog), str(SRC / f"{prog}.c"), str(SRC / "harness.c")]
+            argv = [
+                "cc",
+                *flags,
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-o",
+                str(ctx.build_dir / prog),
+                str(SRC / f"{prog}.c"),
+                str(SRC / "harness.c"),
+            ]
             lines.append(shlex.join(argv))
         return "\n".join(lines)
 
@@ -196,9 +260,17 @@ class LmbenchBenchmark(Benchmark):
         primary = lines[0][0]
         for name, value, unit in lines:
             if unit == "MB/s":
-                key = "bandwidth_mb_s" if name == primary else "bandwidth_max_mb_s" if name == f"{primary}.max" else None
+                key = (
+                    "bandwidth_mb_s" if name == primary else "bandwidth_max_mb_s" if name == f"{primary}.max" else None
+                )
             else:
-                key = "latency_ns" if name == primary else _SECONDARY.get(name.removeprefix(f"{primary}.")) if name.startswith(f"{primary}.") else None
+                key = (
+                    "latency_ns"
+                    if name == primary
+                    else _SECONDARY.get(name.removeprefix(f"{primary}."))
+                    if name.startswith(f"{primary}.")
+                    else None
+                )
                 value = value * 1000 if unit == "us" else value
             if key and out[key] is None:
                 # Decimal arithmetic, then one rounding: the CSV holds the
@@ -218,4 +290,8 @@ class LmbenchBenchmark(Benchmark):
         if not match:
             return {}
         fields = dict(item.split("=", 1) for item in match.group(1).split() if "=" in item)
-        return {metric: (fields[key] if key == "calibration" else int(fields[key])) for key, metric in NOTE_FIELDS.items() if key in fields}
+        return {
+            metric: (fields[key] if key == "calibration" else int(fields[key]))
+            for key, metric in NOTE_FIELDS.items()
+            if key in fields
+        }

@@ -28,10 +28,16 @@ def _make(section: str, index: int, entry: object, origin: str) -> Instrument:
     spec = {"type": entry} if isinstance(entry, str) else entry
     catalog = SECTIONS[section]
     if not isinstance(spec, dict) or not isinstance(spec.get("type"), str):
-        raise CampaignError(origin, key, f"expected a name or a mapping with a type (choose from {', '.join(sorted(catalog))})")
+        raise CampaignError(
+            origin, key, f"expected a name or a mapping with a type (choose from {', '.join(sorted(catalog))})"
+        )
     kind = spec["type"]
     if kind not in catalog:
-        raise CampaignError(origin, f"{key}.type" if isinstance(entry, dict) else key, f"unknown {section[:-1].replace('_', ' ')} {kind!r} (choose from {', '.join(sorted(catalog))})")
+        raise CampaignError(
+            origin,
+            f"{key}.type" if isinstance(entry, dict) else key,
+            f"unknown {section[:-1].replace('_', ' ')} {kind!r} (choose from {', '.join(sorted(catalog))})",
+        )
     instrument = catalog[kind](spec, origin, key)
     if section.endswith("hooks") and section.split("_")[0] not in instrument.phases:  # type: ignore[attr-defined]
         raise CampaignError(origin, key, f"{kind} is a {'/'.join(instrument.phases)}-run hook only")  # type: ignore[attr-defined]
@@ -64,7 +70,9 @@ class Instruments:
     def keeping(self, keep: list[Instrument]) -> Instruments:
         """The same composition with only the instruments in `keep` (order kept)."""
         ids = {id(i) for i in keep}
-        return Instruments(*([i for i in items if id(i) in ids] for items in (self.wrappers, self.libs, self.pre, self.post)))  # type: ignore[arg-type]
+        return Instruments(
+            *([i for i in items if id(i) in ids] for items in (self.wrappers, self.libs, self.pre, self.post))  # type: ignore[arg-type]
+        )
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         for instrument in self.all():

@@ -118,8 +118,15 @@ class Daemon(Hook):
         _check_template(self, self.spec["command"], variables)
         ready = self.spec.get("ready")
         if ready is not None:
-            if not isinstance(ready, dict) or not ready or set(ready) - set(self.READY_KEYS) or not set(ready) & {"tcp", "file", "command"}:
-                raise self.fail("expected a mapping with tcp (a port), file (a path) or command, and optionally timeout_s", "ready")
+            if (
+                not isinstance(ready, dict)
+                or not ready
+                or set(ready) - set(self.READY_KEYS)
+                or not set(ready) & {"tcp", "file", "command"}
+            ):
+                raise self.fail(
+                    "expected a mapping with tcp (a port), file (a path) or command, and optionally timeout_s", "ready"
+                )
             for key in ("tcp", "file", "command"):
                 if key in ready:
                     _check_template(self, str(ready[key]), variables, f"ready.{key}")
@@ -145,7 +152,17 @@ class Daemon(Hook):
         # go to a file, not to the terminal, where they would look alarming.
         with os.fdopen(safefile.create(out_dir / "launcher.log"), "w") as log:
             proc = subprocess.Popen(
-                [str(launcher), "--dir", str(out_dir), "--grace", str(DAEMON_GRACE_S), *lock_args, "--", "/bin/sh", str(out_dir / "command.sh")],
+                [
+                    str(launcher),
+                    "--dir",
+                    str(out_dir),
+                    "--grace",
+                    str(DAEMON_GRACE_S),
+                    *lock_args,
+                    "--",
+                    "/bin/sh",
+                    str(out_dir / "command.sh"),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
@@ -200,7 +217,11 @@ class Daemon(Hook):
         status_file = out_dir / "status.json"
         if status_file.exists():
             containment = json.loads(status_file.read_text()).get("containment", containment)
-        note = "stopped after the run" if early_exit is None and not status_file.exists() else "exited before the run ended"
+        note = (
+            "stopped after the run"
+            if early_exit is None and not status_file.exists()
+            else "exited before the run ended"
+        )
         return {"stopped": True, "note": note, "containment": containment}
 
 
@@ -227,7 +248,10 @@ class Placement(Daemon):
         for record in records:
             policy = self.spec["policy"] or value_text(record[var])
             if policy not in self.POLICIES:
-                raise self.fail(f"unknown placement policy {policy!r} (choose from {', '.join(self.POLICIES)})", f"variables.{var}" if not self.spec["policy"] else "policy")
+                raise self.fail(
+                    f"unknown placement policy {policy!r} (choose from {', '.join(self.POLICIES)})",
+                    f"variables.{var}" if not self.spec["policy"] else "policy",
+                )
         self.spec["name"] = "placement"
         self.spec["startup_s"] = 0.05
         interval = self.spec["interval_ms"]
@@ -237,7 +261,9 @@ class Placement(Daemon):
     def apply(self, ctx: Context, phase: str) -> dict[str, object]:
         policy = self.spec["policy"] or value_text(ctx.params[str(self.spec["variable"])])
         binary = ctx.workdir / "resources" / "bin" / self.tool
-        self.spec["command"] = f"exec {binary} --policy {policy} --dir {{run_dir}} --interval-ms {self.spec['interval_ms']}"
+        self.spec["command"] = (
+            f"exec {binary} --policy {policy} --dir {{run_dir}} --interval-ms {self.spec['interval_ms']}"
+        )
         state = super().apply(ctx, phase)
         state["policy"] = policy
         return state
@@ -385,13 +411,15 @@ class Command(Hook):
             self.patterns[name] = pattern
 
     def declared_metrics(self) -> list[str]:
-        return [f"hook.{self.spec['name']}.{name}" for name in self.spec["metrics"]]  # type: ignore[union-attr]
+        return [f"hook.{self.spec['name']}.{name}" for name in self.spec["metrics"]]  # type: ignore[attr-defined]
 
     def apply(self, ctx: Context, phase: str) -> dict[str, object]:
         command = _render(str(self.spec["command"]), ctx)
         log = ctx.run_dir / f"hook-{self.spec['name']}-{phase}.log"
         with os.fdopen(safefile.create(log), "w") as out:
-            proc = subprocess.run(["/bin/sh", "-c", command], cwd=ctx.run_dir, stdout=out, stderr=subprocess.STDOUT, check=False)
+            proc = subprocess.run(
+                ["/bin/sh", "-c", command], cwd=ctx.run_dir, stdout=out, stderr=subprocess.STDOUT, check=False
+            )
         result: dict[str, object] = {"applied": proc.returncode == 0, "exit_code": proc.returncode}
         if proc.returncode != 0 and phase == "pre":
             # A failed preparation ends the run at once (status hook_failed).

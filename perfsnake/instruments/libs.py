@@ -67,7 +67,9 @@ class Allocator(SharedLib):
             if name == "glibc":
                 continue
             if name not in ALLOCATORS:
-                raise self.fail(f"unknown allocator {name!r} (choose from glibc, {', '.join(ALLOCATORS)})", f"variables.{var}")
+                raise self.fail(
+                    f"unknown allocator {name!r} (choose from glibc, {', '.join(ALLOCATORS)})", f"variables.{var}"
+                )
             self.resolved[name] = _allocator_path(self, name)
 
     def paths(self, ctx: Context) -> list[str]:

@@ -60,7 +60,9 @@ class Lock(SharedLib):
         for record in records:
             name = value_text(record[var])
             if name != NO_PRELOAD and name not in ALGORITHMS:
-                raise self.fail(f"unknown lock {name!r} (choose from {NO_PRELOAD}, {', '.join(ALGORITHMS)})", f"variables.{var}")
+                raise self.fail(
+                    f"unknown lock {name!r} (choose from {NO_PRELOAD}, {', '.join(ALGORITHMS)})", f"variables.{var}"
+                )
 
     def build_params(self, params: dict[str, object]) -> tuple[str, dict[str, object]] | None:
         """(build key, build parameters) of the library a record needs, or None."""

@@ -56,7 +56,9 @@ def perf_events() -> frozenset[str]:
     import subprocess
 
     try:
-        out = subprocess.run(["perf", "list", "--no-desc"], capture_output=True, text=True, timeout=60, check=False).stdout
+        out = subprocess.run(
+            ["perf", "list", "--no-desc"], capture_output=True, text=True, timeout=60, check=False
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
     names: set[str] = set()
@@ -141,13 +143,20 @@ class PerfStat(Wrapper):
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         self.require_tool("perf", "linux-perf")
         events = self.spec["events"]
-        if not isinstance(events, list) or not events or not all(isinstance(e, str) and re.fullmatch(r"[A-Za-z0-9_.:/,=-]+", e) for e in events):
+        if (
+            not isinstance(events, list)
+            or not events
+            or not all(isinstance(e, str) and re.fullmatch(r"[A-Za-z0-9_.:/,=-]+", e) for e in events)
+        ):
             raise self.fail("expected a non-empty list of event names", "events")
         self.events = [resolve_event(e) for e in events]
         for event in self.events:
             if unknown_event(event):
                 choices = sorted(perf_events() | GENERIC_EVENTS)
-                raise self.fail(f"perf does not know the event {event!r} on this machine{did_you_mean(event, choices)} (`perf list` shows them)", "events")
+                raise self.fail(
+                    f"perf does not know the event {event!r} on this machine{did_you_mean(event, choices)} (`perf list` shows them)",
+                    "events",
+                )
 
     def prefix(self, ctx: Context) -> list[str]:
         return ["perf", "stat", "-x", ";", "-o", STAT_FILE, "-e", ",".join(self.events), "--"]
@@ -168,7 +177,9 @@ class PerfStat(Wrapper):
         out.update(values)
         log = run_dir / STAT_LOG
         if unsupported and not log.exists():
-            log.write_text(f"warning: perf stat could not count on this machine: {', '.join(unsupported)} (left empty)\n")
+            log.write_text(
+                f"warning: perf stat could not count on this machine: {', '.join(unsupported)} (left empty)\n"
+            )
         return out
 
 

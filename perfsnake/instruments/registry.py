@@ -18,7 +18,9 @@ WRAPPERS: dict[str, type[Wrapper]] = {
     w.kind: w for w in (Taskset, Numactl, Env, Nice, Time, Strace, Ltrace, Valgrind, PerfStat, PerfRecord)
 }
 LIBS: dict[str, type[SharedLib]] = {lib.kind: lib for lib in (Jemalloc, Tcmalloc, Allocator, Preload, Lock)}
-HOOKS: dict[str, type[Hook]] = {h.kind: h for h in (Daemon, Placement, Monitor, DropCaches, Governor, Cooldown, Command)}
+HOOKS: dict[str, type[Hook]] = {
+    h.kind: h for h in (Daemon, Placement, Monitor, DropCaches, Governor, Cooldown, Command)
+}
 
 #: campaign section -> the kinds it accepts
 SECTIONS: dict[str, dict[str, type[Instrument]]] = {

@@ -70,7 +70,11 @@ class Numactl(Wrapper):
                 policies.append("localalloc")
             if len(policies) > 1:
                 raise self.fail(f"numactl takes one memory policy, the record sets {' and '.join(policies)}")
-            for var, valid, label in (("physcpubind", cpus, "CPU"), ("membind", nodes, "NUMA node"), ("interleave", nodes, "NUMA node")):
+            for var, valid, label in (
+                ("physcpubind", cpus, "CPU"),
+                ("membind", nodes, "NUMA node"),
+                ("interleave", nodes, "NUMA node"),
+            ):
                 value = text(record, var)
                 if not value or value == "all":
                     continue
@@ -80,7 +84,9 @@ class Numactl(Wrapper):
                     raise self.fail(str(exc), f"variables.{var}") from None
                 bad = [c for c in listed if c not in valid]
                 if bad:
-                    raise self.fail(f"{label} {bad[0]} in {var}={value!r} is not online (online: {','.join(map(str, valid))})")
+                    raise self.fail(
+                        f"{label} {bad[0]} in {var}={value!r} is not online (online: {','.join(map(str, valid))})"
+                    )
 
     def prefix(self, ctx: Context) -> list[str]:
         args = []
@@ -105,7 +111,9 @@ class Env(Wrapper):
             raise self.fail("expected a list of variable names", "variables")
         for name in names:
             if name not in variables:
-                raise self.fail(f"{name!r} is not a campaign variable (variables: {', '.join(variables) or 'none'})", "variables")
+                raise self.fail(
+                    f"{name!r} is not a campaign variable (variables: {', '.join(variables) or 'none'})", "variables"
+                )
         if not isinstance(self.spec["set"], dict):
             raise self.fail("expected a mapping of NAME: value", "set")
         for name in [*names, *self.spec["set"]]:

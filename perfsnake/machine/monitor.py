@@ -87,13 +87,23 @@ def sample_loop(out: Path, interval: float) -> None:
                     writer.writerow([t, cpu, round((busy - b0) / (total - t0), 4)])
             writer.writerow([t, "memory", round(mem_used_fraction(), 4)])
             for disk, ticks in now[2].items():
-                writer.writerow([t, f"disk:{disk}", round(min(1.0, (ticks - prev[2].get(disk, ticks)) / (dt * 1000)), 4)])
+                writer.writerow(
+                    [t, f"disk:{disk}", round(min(1.0, (ticks - prev[2].get(disk, ticks)) / (dt * 1000)), 4)]
+                )
             for dev, total_bytes in now[3].items():
-                writer.writerow([t, f"net:{dev}:bytes_per_s", round((total_bytes - prev[3].get(dev, total_bytes)) / dt, 1)])
+                writer.writerow(
+                    [t, f"net:{dev}:bytes_per_s", round((total_bytes - prev[3].get(dev, total_bytes)) / dt, 1)]
+                )
             f.flush()
             prev = now
         elapsed = time.monotonic() - start
-        writer.writerow([round(elapsed, 4), "monitor:cpu_fraction", round((time.process_time() - start_cpu) / max(elapsed, 1e-9), 6)])
+        writer.writerow(
+            [
+                round(elapsed, 4),
+                "monitor:cpu_fraction",
+                round((time.process_time() - start_cpu) / max(elapsed, 1e-9), 6),
+            ]
+        )
 
 
 def summarise(path: Path, under_test: list[str]) -> tuple[dict[str, object], list[str]]:

@@ -6,11 +6,9 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-import pandas as pd
-
 from perfsnake.machine.metadata import host_metadata
-from perfsnake.results import read_csv, read_metadata, write_csv
 from perfsnake.platforms import PLATFORM_FILE
+from perfsnake.results import write_csv
 
 BASE_COLUMNS = ("campaign", "benchmark")
 TAIL_COLUMNS = ("status", "exit_code", "wall_s", "start", "end")
@@ -73,7 +71,9 @@ def write_commands(path: Path, results: list[dict]) -> None:
     parts = ["#!/bin/sh\n# Every command perfsnake executed for this campaign, in the order it ran.\n"]
     for res in sorted(results, key=lambda r: r["start_epoch"]):
         script = Path(res["run_dir"]) / "command.sh"
-        body = [ln for ln in script.read_text().splitlines() if ln and not ln.startswith("#")] if script.exists() else []
+        body = (
+            [ln for ln in script.read_text().splitlines() if ln and not ln.startswith("#")] if script.exists() else []
+        )
         parts.append(f"\n# {res['start']} {res['run_dir']} -> {res['status']} (exit {res['exit_code']})\n")
         parts.append("(\n" + "\n".join(f"  {ln}" for ln in body) + "\n)\n")
     path.write_text("".join(parts))
@@ -88,11 +88,16 @@ def platform_metadata(results: list[dict], kind: str) -> dict[str, object]:
         path = Path(res["run_dir"]) / PLATFORM_FILE
         if path.exists():
             facts = json.loads(path.read_text())
-            return {"platform": kind, **{f"platform_{k}": v for k, v in facts.items() if k != "type" and not str(k).startswith("remote_")}}
+            return {
+                "platform": kind,
+                **{f"platform_{k}": v for k, v in facts.items() if k != "type" and not str(k).startswith("remote_")},
+            }
     return {"platform": kind}
 
 
-def aggregate(results_file: str | Path, info: Mapping[str, object], csv_path: Path, json_path: Path, commands_path: Path) -> None:
+def aggregate(
+    results_file: str | Path, info: Mapping[str, object], csv_path: Path, json_path: Path, commands_path: Path
+) -> None:
     results = load_results(results_file)
     variables = list(info["variables"])  # type: ignore[call-overload]
     rows, columns = rows_of(results, variables, list(info["metrics"]))  # type: ignore[call-overload]
@@ -111,5 +116,7 @@ def aggregate(results_file: str | Path, info: Mapping[str, object], csv_path: Pa
         head["metric_units"] = ", ".join(f"{k}={v}" for k, v in sorted(units.items()))
     foot = footer(results)
     write_csv(Path(csv_path), rows, columns, head, foot)
-    Path(json_path).write_text(json.dumps({"metadata": {**head, **foot}, "columns": columns, "rows": rows}, indent=1, default=str) + "\n")
+    Path(json_path).write_text(
+        json.dumps({"metadata": {**head, **foot}, "columns": columns, "rows": rows}, indent=1, default=str) + "\n"
+    )
     write_commands(Path(commands_path), results)

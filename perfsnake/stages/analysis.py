@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsnake.schema import schema_defaults
 from perfsnake.escape import value_text
+from perfsnake.schema import schema_defaults
 from perfsnake.stats import spread_flags, summarise, trend, welch_on_subsessions
 
 #: Optional statistics keys without a default; every other default is the
@@ -65,7 +65,12 @@ def samples_by_record(results: list[dict], variables: list[str], metric: str) ->
         value = res["wall_s"] if metric == "wall_s" else res["metrics"].get(metric)
         key = _key(res, variables)
         out.setdefault(key, [])
-        if res["status"] == "ok" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        if (
+            res["status"] == "ok"
+            and isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+        ):
             out[key].append(float(value))
     return {k: np.asarray(v) for k, v in out.items()}
 
@@ -120,11 +125,16 @@ def machine_drift_flags(record_runs: list[dict], campaign_runs: list[dict]) -> l
     busy = [m["other_cpu_s"] / r["wall_s"] for m, r in states if m.get("other_cpu_s") is not None and r.get("wall_s")]
     if busy and float(np.median(busy)) > BUSY_CPUS:
         flags.append(f"busy machine: other processes used {float(np.median(busy)):.1f} CPUs during its runs (median)")
-    first = sorted((r for r in campaign_runs if (r.get("machine") or {}).get("load1") is not None), key=lambda r: r.get("start_epoch", 0))
+    first = sorted(
+        (r for r in campaign_runs if (r.get("machine") or {}).get("load1") is not None),
+        key=lambda r: r.get("start_epoch", 0),
+    )
     reference = [r["machine"]["load1"] for r in first[: max(3, len(first) // 10)]]
     loads = [m["load1"] for m, _ in states if m.get("load1") is not None]
     if reference and loads and float(np.median(loads)) - float(np.median(reference)) > LOAD_DRIFT:
-        flags.append(f"machine drift: load {float(np.median(loads)):.1f} at its runs' start vs {float(np.median(reference)):.1f} at the campaign's first runs")
+        flags.append(
+            f"machine drift: load {float(np.median(loads)):.1f} at its runs' start vs {float(np.median(reference)):.1f} at the campaign's first runs"
+        )
     return flags
 
 
@@ -191,7 +201,13 @@ def comparison_rows(results: list[dict], info: Mapping[str, object]) -> list[dic
         for a, b, var in pairs(keys, variables, opts["baseline"], info.get("values")):  # type: ignore[arg-type]
             if var not in compared:  # type: ignore[operator]
                 continue
-            comp, size = welch_on_subsessions(samples[a], samples[b], float(opts["confidence"]), float(opts["alpha"]), float(opts["autocorrelation_threshold"]))  # type: ignore[arg-type]
+            comp, size = welch_on_subsessions(
+                samples[a],
+                samples[b],
+                float(opts["confidence"]),  # type: ignore[arg-type]
+                float(opts["alpha"]),  # type: ignore[arg-type]
+                float(opts["autocorrelation_threshold"]),  # type: ignore[arg-type]
+            )
             fixed = {v: a[j] for j, v in enumerate(variables) if v != var}
             rows.append({
                 "metric": metric, "variable": var, "a": a[variables.index(var)], "b": b[variables.index(var)],
@@ -231,16 +247,26 @@ def write_csv(path: Path, rows: list[dict[str, object]], first: list[str]) -> No
         writer.writerows(rows)
 
 
-def write_significant(path: Path, rows: list[dict[str, object]], campaign: str, summary: list[dict[str, object]] | None = None) -> None:
+def write_significant(
+    path: Path, rows: list[dict[str, object]], campaign: str, summary: list[dict[str, object]] | None = None
+) -> None:
     """A short Markdown list of the significant differences, largest first,
     then the records with stability warnings."""
-    sig = sorted((r for r in rows if r["significant"]), key=lambda r: -abs(float(r["relative_difference"]) if r["relative_difference"] == r["relative_difference"] else 0))  # type: ignore[arg-type]
+    sig = sorted(
+        (r for r in rows if r["significant"]),
+        key=lambda r: (
+            -abs(float(r["relative_difference"]) if r["relative_difference"] == r["relative_difference"] else 0)  # type: ignore[arg-type]
+        ),
+    )
     lines = [f"# {campaign}: significant differences", ""]
     if not rows:
         lines.append("No pair of records could be compared (each needs at least two ok runs).")
     else:
         correction = str(rows[0].get("correction", "none"))
-        how = {"holm": "Holm-adjusted (family-wise error)", "bh": "Benjamini-Hochberg-adjusted (false-discovery rate)"}.get(correction, "uncorrected")
+        how = {
+            "holm": "Holm-adjusted (family-wise error)",
+            "bh": "Benjamini-Hochberg-adjusted (false-discovery rate)",
+        }.get(correction, "uncorrected")
         raw = sum(float(r["p_value"]) < float(r["alpha"]) for r in rows)  # type: ignore[arg-type]
         lines.append(f"{len(sig)} of {len(rows)} comparisons significant on {how} p-values ({raw} before correction).")
         lines.append("")
@@ -259,16 +285,25 @@ def write_significant(path: Path, rows: list[dict[str, object]], campaign: str, 
     path.write_text("\n".join(lines) + "\n")
 
 
-def analyse(results: list[dict], info: Mapping[str, object], summary: Path, comparisons: Path, significant: Path) -> None:
+def analyse(
+    results: list[dict], info: Mapping[str, object], summary: Path, comparisons: Path, significant: Path
+) -> None:
     variables = list(info["variables"])  # type: ignore[call-overload]
     rows = summary_rows(results, info)
     write_csv(summary, rows, [*variables, "metric"])
     comps = comparison_rows(results, info)
     write_csv(comparisons, comps, ["metric", "variable", "a", "b", "fixed"])
-    write_significant(significant, comps, str(info["name"]), [{**{v: r[v] for v in variables}, "metric": r["metric"], "flags": r["flags"]} for r in rows])
+    write_significant(
+        significant,
+        comps,
+        str(info["name"]),
+        [{**{v: r[v] for v in variables}, "metric": r["metric"], "flags": r["flags"]} for r in rows],
+    )
 
 
-def overhead_rows(main: list[dict], controls: Mapping[str, list[dict]], info: Mapping[str, object]) -> list[dict[str, object]]:
+def overhead_rows(
+    main: list[dict], controls: Mapping[str, list[dict]], info: Mapping[str, object]
+) -> list[dict[str, object]]:
     """The observer effect (Pilot III-C): each instrumented variant against the
     uninstrumented control, per record and metric, with Welch's test.
 
@@ -289,7 +324,13 @@ def overhead_rows(main: list[dict], controls: Mapping[str, list[dict]], info: Ma
                 y = reference.get(key, np.asarray([]))
                 if len(x) < 2 or len(y) < 2:
                     continue
-                comp, size = welch_on_subsessions(y, x, float(opts["confidence"]), float(opts["alpha"]), float(opts["autocorrelation_threshold"]))  # type: ignore[arg-type]
+                comp, size = welch_on_subsessions(
+                    y,
+                    x,
+                    float(opts["confidence"]),  # type: ignore[arg-type]
+                    float(opts["alpha"]),  # type: ignore[arg-type]
+                    float(opts["autocorrelation_threshold"]),  # type: ignore[arg-type]
+                )
                 rows.append({
                     **dict(zip(variables, key, strict=True)), "instruments": label, "metric": metric,
                     "instrumented_mean": comp.mean_b, "control_mean": comp.mean_a,

@@ -26,7 +26,9 @@ def build(script: str, build_dir: Path, log_file: Path, platform: str = "", inpu
     code = where.build(script_file, build_dir, log_file, [Path(p).resolve() for p in inputs or []])
     if code != 0:
         tail = Path(log_file).read_text(errors="replace").strip().splitlines()[-5:]
-        raise BuildError(f"build in {build_dir} failed with exit code {code}; last lines of {log_file}:\n" + "\n".join(tail))
+        raise BuildError(
+            f"build in {build_dir} failed with exit code {code}; last lines of {log_file}:\n" + "\n".join(tail)
+        )
 
 
 def builder_from_spec(spec: dict) -> Benchmark:

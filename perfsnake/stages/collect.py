@@ -12,9 +12,9 @@ import numpy as np
 
 from perfsnake import expressions, layout, safefile
 from perfsnake.benchmarks.base import Benchmark
-from perfsnake.stats import SteadyState, steady_segment, work_per_second
 from perfsnake.instruments import Instruments
 from perfsnake.machine import state as machine_state
+from perfsnake.stats import SteadyState, steady_segment, work_per_second
 
 if TYPE_CHECKING:
     from perfsnake.campaign import Campaign
@@ -109,10 +109,20 @@ def collect_run(
     if series:
         name, values = series
         write_samples(run_dir, values)
-        steady = steady_segment(np.asarray(values)) if warmup == "changepoint" else SteadyState(0, len(values), len(values), "none")
+        steady = (
+            steady_segment(np.asarray(values))
+            if warmup == "changepoint"
+            else SteadyState(0, len(values), len(values), "none")
+        )
         stable = values[steady.start : steady.end]
         metrics[f"{name}_steady"] = float(np.mean(stable)) if stable else None
-        result["steady"] = {"start": steady.start, "end": steady.end, "samples": steady.n, "removed": steady.removed, "method": steady.method}
+        result["steady"] = {
+            "start": steady.start,
+            "end": steady.end,
+            "samples": steady.n,
+            "removed": steady.removed,
+            "method": steady.method,
+        }
     if hooks:
         result["hooks"] = hooks
         flagged = sorted({b for entry in hooks for b in entry.get("bottlenecks") or []})
@@ -180,7 +190,12 @@ def collect_record_run(c: Campaign, record_path: str, run: int, workdir: Path) -
 
 
 def collect_campaign(
-    index: CampaignIndex, name: str, status_files: list[str], results_file: str, log_file: str, decision_file: str | None = None
+    index: CampaignIndex,
+    name: str,
+    status_files: list[str],
+    results_file: str,
+    log_file: str,
+    decision_file: str | None = None,
 ) -> None:
     """Parse every run of the campaign into its result.json and results_file."""
     c = index.campaigns[name]

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 DecisionFile = Callable[[str, int], str]
 
 
-def decide_round(index: CampaignIndex, name: str, round_number: int, status_files: list[str], output: str, log_file: str) -> None:
+def decide_round(
+    index: CampaignIndex, name: str, round_number: int, status_files: list[str], output: str, log_file: str
+) -> None:
     """Checkpoint of one round: which records need more runs, and how many."""
     c = index.campaigns[name]
     assert c.precision is not None
@@ -44,7 +46,9 @@ def decide_round(index: CampaignIndex, name: str, round_number: int, status_file
     ))  # fmt: skip
 
 
-def decisions(index: CampaignIndex, decision_file: DecisionFile, name: str, upto: int | None = None) -> tuple[dict[str, list[int]], str | None]:
+def decisions(
+    index: CampaignIndex, decision_file: DecisionFile, name: str, upto: int | None = None
+) -> tuple[dict[str, list[int]], str | None]:
     """(plan after the last round read, path of its decision), stopping at the
     final round or before round `upto`."""
     plan = index.first_plan(name)

@@ -24,7 +24,14 @@ if TYPE_CHECKING:
 INFERNO_VERSION = "0.12.8"
 INFERNO_BIN = ROOT / "resources" / "tools" / "bin"
 #: Campaign `flamegraph:` keys -> the option both tools understand.
-OPTIONS = {"colors": "--colors", "width": "--width", "min_width": "--minwidth", "hash": "--hash", "reverse": "--reverse", "inverted": "--inverted"}
+OPTIONS = {
+    "colors": "--colors",
+    "width": "--width",
+    "min_width": "--minwidth",
+    "hash": "--hash",
+    "reverse": "--reverse",
+    "inverted": "--inverted",
+}
 
 
 @dataclass(frozen=True)

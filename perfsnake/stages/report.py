@@ -32,7 +32,9 @@ METRIC = "metric__"  # field holding the metric of a panel when y lists several
 VALUE = "value__"
 
 
-def summarise(frame: pd.DataFrame, keys: list[str], y: str, confidence: float = CONFIDENCE, statistic: str = "mean") -> pd.DataFrame:
+def summarise(
+    frame: pd.DataFrame, keys: list[str], y: str, confidence: float = CONFIDENCE, statistic: str = "mean"
+) -> pd.DataFrame:
     """The statistic of `y` over repetitions and its interval, per combination of keys.
 
     Same method as summary.csv: the mean's interval on independent
@@ -46,7 +48,15 @@ def summarise(frame: pd.DataFrame, keys: list[str], y: str, confidence: float = 
         lo, hi = (s.mean_ci_low, s.mean_ci_high) if statistic == "mean" else (s.median_ci_low, s.median_ci_high)
         if not (np.isfinite(lo) and np.isfinite(hi)):
             lo = hi = centre
-        rows.append({**dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True)), y: centre, "lo": lo, "hi": hi, "count": s.n})
+        rows.append(
+            {
+                **dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True)),
+                y: centre,
+                "lo": lo,
+                "hi": hi,
+                "count": s.n,
+            }
+        )
     return pd.DataFrame(rows, columns=[*keys, y, "lo", "hi", "count"])
 
 
@@ -87,7 +97,7 @@ def metrics_of(spec: Mapping[str, object]) -> list[str]:
     """The plot's metrics: `y` (a name or a list) then `metrics`."""
     y = spec.get("y")
     names = [str(m) for m in (y if isinstance(y, list) else [y] if y else [])]
-    names += [str(m) for m in spec.get("metrics") or [] if str(m) not in names]  # type: ignore[union-attr]
+    names += [str(m) for m in spec.get("metrics") or [] if str(m) not in names]  # type: ignore[attr-defined]
     return names
 
 
@@ -115,13 +125,15 @@ class Labels:
         return f"{self.name(name)} ({unit})" if unit else self.name(name)
 
 
-def category_order(var: str, observed: pd.Series, values: Mapping[str, Sequence[str]] | None, pretty: Mapping[str, Mapping[str, str]]) -> list[object]:
+def category_order(
+    var: str, observed: pd.Series, values: Mapping[str, Sequence[str]] | None, pretty: Mapping[str, Mapping[str, str]]
+) -> list[object]:
     """The labels of `var` in the campaign's order (then any others, as seen)."""
     labels = pretty.get(var, {})
     order: list[object] = [labels.get(v, v) for v in (values or {}).get(var, [])]
     seen = list(dict.fromkeys(observed.dropna().tolist()))
     with contextlib.suppress(TypeError, ValueError):
-        seen = sorted(seen, key=lambda v: float(v))  # type: ignore[arg-type]
+        seen = sorted(seen, key=lambda v: float(v))
     known = {value_text(o) for o in order}
     return [*order, *(v for v in seen if value_text(v) not in known)] if order else seen
 
@@ -147,9 +159,14 @@ class Plot:
     ):
         self.spec, self.kind = spec, str(spec["kind"])
         self.confidence, self.statistic = confidence, statistic
-        self.label = Labels(spec.get("labels"), units)  # type: ignore[arg-type]
+        self.label = Labels(spec.get("labels"), units)
         self.metrics = metrics_of(spec)
-        roles = {"x": spec.get("x"), "color": spec.get("color"), "row": spec.get("row"), "column": spec.get("column") or spec.get("facet")}
+        roles = {
+            "x": spec.get("x"),
+            "color": spec.get("color"),
+            "row": spec.get("row"),
+            "column": spec.get("column") or spec.get("facet"),
+        }
         self.names = {str(v): _safe(str(v)) for v in roles.values() if v}
         self.field = {role: self.names[str(v)] for role, v in roles.items() if v}
         self.title_of = {safe: name for name, safe in self.names.items()}
@@ -160,14 +177,21 @@ class Plot:
         safe_pretty = {self.names.get(k, k): v for k, v in pretty.items()}
         safe_values = {self.names.get(k, k): v for k, v in (values or {}).items()}
         raw = self.frame
-        self.numeric_x = self.kind == "line" and len(raw) > 0 and _is_numeric(raw[self.field["x"]]) and self.title_of[self.field["x"]] not in pretty
+        self.numeric_x = (
+            self.kind == "line"
+            and len(raw) > 0
+            and _is_numeric(raw[self.field["x"]])
+            and self.title_of[self.field["x"]] not in pretty
+        )
         self.frame = raw.copy()
         for f in dict.fromkeys(self.field.values()):
             if f in raw and not (f == self.field["x"] and self.numeric_x):
                 labels = safe_pretty.get(f, {})
                 self.frame[f] = raw[f].map(lambda v, lab=labels: lab.get(value_text(v), value_text(v)) if v == v else v)
         self.order = {
-            f: category_order(f, self.frame[f], safe_values, safe_pretty) for f in self.field.values() if f in self.frame
+            f: category_order(f, self.frame[f], safe_values, safe_pretty)
+            for f in self.field.values()
+            if f in self.frame
         }
         self.order[METRIC] = [self.label.axis(m) for m in self.metrics]
         self.positive = bool(len(self.frame)) and float(self.frame[VALUE].min()) >= 0
@@ -223,7 +247,13 @@ class Plot:
             label = "datum.value >= 10000 && datum.value % 1000 == 0 ? format(datum.value, '~s') : format(datum.value, ',~r')"
             return alt.X("xpos:Q", title=title, scale=scale, axis=alt.Axis(values=ticks_, labelExpr=label, grid=False))
         order = self.order.get(x, [])
-        return alt.X(f"{x}:N", title=title, sort=order, axis=alt.Axis(labelAngle=_tick_angle(order, self.width)), scale=alt.Scale(paddingInner=0.2))
+        return alt.X(
+            f"{x}:N",
+            title=title,
+            sort=order,
+            axis=alt.Axis(labelAngle=_tick_angle(order, self.width)),
+            scale=alt.Scale(paddingInner=0.2),
+        )
 
     def color_encoding(self) -> dict[str, object]:
         c = self.field.get("color")
@@ -231,7 +261,11 @@ class Plot:
             return {}
         title = self.label.name(self.title_of[c])
         order = self.order.get(c, [])
-        scale = alt.Scale(domain=order, range=PRINT_GREYS[: max(len(order), 1)]) if self.print_style else alt.Scale(domain=order)
+        scale = (
+            alt.Scale(domain=order, range=PRINT_GREYS[: max(len(order), 1)])
+            if self.print_style
+            else alt.Scale(domain=order)
+        )
         enc: dict[str, object] = {"color": alt.Color(f"{c}:N", title=title, sort=order, scale=scale)}
         if self.print_style and self.kind in ("line", "strip"):
             enc["shape"] = alt.Shape(f"{c}:N", title=title, sort=order, scale=alt.Scale(domain=order))
@@ -286,7 +320,12 @@ class Plot:
         y = alt.Y(f"{VALUE}:Q", title=self.y_title(), scale=scale, axis=SI_AXIS)
         enc = {"x": self.x_encoding(), **self.color_encoding()}
         caps: dict[str, object] = {"x": enc["x"]}
-        tooltip = [alt.Tooltip(f"{VALUE}:Q", title=self.statistic, format=".4~s"), "lo:Q", "hi:Q", alt.Tooltip("count:Q", title="n")]
+        tooltip = [
+            alt.Tooltip(f"{VALUE}:Q", title=self.statistic, format=".4~s"),
+            "lo:Q",
+            "hi:Q",
+            alt.Tooltip("count:Q", title="n"),
+        ]
         if self.kind == "bar":
             c = self.field.get("color")
             if c:
@@ -294,34 +333,48 @@ class Plot:
             stroke = {"stroke": "black", "strokeWidth": 0.6} if self.print_style else {}
             bars = alt.Chart().mark_bar(**stroke).encode(y=y, tooltip=tooltip, **enc)
             if log_base(self.spec.get("log_y")):
-                bars = bars.encode(y2=alt.datum(scale.domain[0]) if scale.domain is not alt.Undefined else alt.Undefined)
+                bars = bars.encode(
+                    y2=alt.datum(scale.domain[0]) if scale.domain is not alt.Undefined else alt.Undefined
+                )
             cap = max(3.0, min(10.0, self.band_px() / self.groups() * 0.45))
             colour = {"color": INK}
         else:
-            bars = alt.Chart().mark_line(point=alt.OverlayMarkDef(size=36, filled=True), strokeWidth=1.5).encode(y=y, tooltip=tooltip, **enc)
+            bars = (
+                alt.Chart()
+                .mark_line(point=alt.OverlayMarkDef(size=36, filled=True), strokeWidth=1.5)
+                .encode(y=y, tooltip=tooltip, **enc)
+            )
             cap = 6.0
             colour = {}
             if "color" in enc:
                 caps["color"] = enc["color"]
         rule = alt.Chart().mark_rule(strokeWidth=1.2, **colour).encode(y=alt.Y("lo:Q", scale=scale), y2="hi:Q", **caps)
         ends = [
-            alt.Chart().mark_tick(orient="horizontal", size=cap, thickness=1.2, **colour).encode(y=alt.Y(f"{end}:Q", scale=scale), **caps)
+            alt.Chart()
+            .mark_tick(orient="horizontal", size=cap, thickness=1.2, **colour)
+            .encode(y=alt.Y(f"{end}:Q", scale=scale), **caps)
             for end in ("lo", "hi")
         ]
         interval = [rule, *ends] if self.has_interval(table) else []
-        return alt.layer(bars, *interval, data=table), table
+        return alt.layer(bars, *interval, data=table), table  # type: ignore[return-value]
 
     def strip_chart(self) -> tuple[alt.LayerChart, pd.DataFrame]:
         """Every run, jittered (seeded) within its band, with the median marked."""
         points = self.frame.copy()
         k, c = self.groups(), self.field.get("color")
-        slot = points[c].map({v: i for i, v in enumerate(self.order.get(c, []))}).fillna(0).astype(float) if c else pd.Series(0.0, index=points.index)
+        slot = (
+            points[c].map({v: i for i, v in enumerate(self.order.get(c, []))}).fillna(0).astype(float)
+            if c
+            else pd.Series(0.0, index=points.index)
+        )
         centre = (slot - (k - 1) / 2) / k
         jitter = np.random.default_rng(JITTER_SEED).uniform(-0.28, 0.28, len(points)) / k
         points["offset"], points["layer"] = centre + jitter, "run"
         medians = points.groupby(self.keys, dropna=False, sort=False)[VALUE].median().reset_index()
         if c:
-            medians["offset"] = ((medians[c].map({v: i for i, v in enumerate(self.order.get(c, []))}).fillna(0) - (k - 1) / 2) / k).astype(float)
+            medians["offset"] = (
+                (medians[c].map({v: i for i, v in enumerate(self.order.get(c, []))}).fillna(0) - (k - 1) / 2) / k
+            ).astype(float)
         else:
             medians["offset"] = 0.0
         medians["layer"] = "median"
@@ -330,10 +383,19 @@ class Plot:
         y = alt.Y(f"{VALUE}:Q", title=self.y_title(), scale=scale, axis=SI_AXIS)
         off = alt.XOffset("offset:Q", scale=alt.Scale(domain=[-0.5, 0.5]))
         enc = {"x": self.x_encoding(), "xOffset": off}
-        dots = alt.Chart().mark_point(filled=True, size=30, opacity=0.75).encode(y=y, **enc, **self.color_encoding()).transform_filter("datum.layer == 'run'")
-        marker = alt.Chart().mark_tick(orient="horizontal", color=INK, thickness=2, size=max(6.0, self.band_px() / k * 0.7)).encode(y=y, **enc)
+        dots = (
+            alt.Chart()
+            .mark_point(filled=True, size=30, opacity=0.75)
+            .encode(y=y, **enc, **self.color_encoding())
+            .transform_filter("datum.layer == 'run'")
+        )
+        marker = (
+            alt.Chart()
+            .mark_tick(orient="horizontal", color=INK, thickness=2, size=max(6.0, self.band_px() / k * 0.7))
+            .encode(y=y, **enc)
+        )
         marker = marker.transform_filter("datum.layer == 'median'")
-        return alt.layer(dots, marker, data=data), data
+        return alt.layer(dots, marker, data=data), data  # type: ignore[return-value]
 
     def box_chart(self) -> tuple[alt.Chart, pd.DataFrame]:
         scale = self.y_scale(self.frame[VALUE], self.frame[VALUE])
@@ -343,13 +405,21 @@ class Plot:
         if c:
             enc["xOffset"] = alt.XOffset(f"{c}:N", sort=self.order.get(c, []))
         size = max(4.0, self.band_px() / self.groups() * 0.7)
-        box = alt.Chart(self.frame).mark_boxplot(extent="min-max", size=size, median={"color": INK}, rule={"color": INK}, ticks={"size": size * 0.5, "color": INK})
+        box = alt.Chart(self.frame).mark_boxplot(
+            extent="min-max",
+            size=size,
+            median={"color": INK},
+            rule={"color": INK},
+            ticks={"size": size * 0.5, "color": INK},
+        )
         return box.encode(y=y, **enc), self.frame
 
     # ---- whole figure ---------------------------------------------------------
     def title(self, table: pd.DataFrame, interval: bool) -> alt.TitleParams:
         x = self.title_of.get(self.field["x"], "")
-        text = str(self.spec.get("title") or f"{', '.join(self.label.name(m) for m in self.metrics)} by {self.label.name(x)}")
+        text = str(
+            self.spec.get("title") or f"{', '.join(self.label.name(m) for m in self.metrics)} by {self.label.name(x)}"
+        )
         counts = table["count"] if "count" in table else self.frame.groupby(self.keys, dropna=False).size()
         lines = []
         if interval:
@@ -373,7 +443,7 @@ class Plot:
         elif self.kind == "strip":
             inner, table = self.strip_chart()
         else:
-            inner, table = self.box_chart()
+            inner, table = self.box_chart()  # type: ignore[assignment]
         interval = self.kind in ("line", "bar") and self.has_interval(table)
         inner = inner.properties(width=self.width, height=self.height)
         row, column = self.field.get("row"), self.field.get("column")
@@ -395,7 +465,7 @@ class Plot:
             if self.many_metrics or self.spec.get("resolve_y") == "independent":
                 figure = figure.resolve_scale(y="independent")
         else:
-            figure = inner
+            figure = inner  # type: ignore[assignment]
         figure = figure.properties(title=self.title(table, interval))
         return (
             figure.configure_axis(labelFontSize=10, titleFontSize=11, labelLimit=160)
@@ -432,13 +502,24 @@ def draw(
     """
     opts = {"confidence": CONFIDENCE, "statistic": "mean", **dict(info.get("statistics") or {})}  # type: ignore[call-overload]
     frame = pd.DataFrame(rows)
-    columns = [c for c in (spec.get("x"), spec.get("color"), spec.get("row"), spec.get("column"), spec.get("facet"), *metrics_of(spec)) if c]
+    columns = [
+        c
+        for c in (
+            spec.get("x"),
+            spec.get("color"),
+            spec.get("row"),
+            spec.get("column"),
+            spec.get("facet"),
+            *metrics_of(spec),
+        )
+        if c
+    ]
     for col in [*columns, "status"]:
         if col not in frame:
             frame[col] = pd.Series(dtype=object)
     figure = chart(
-        frame, spec, info.get("pretty") or {}, float(opts["confidence"]), str(opts["statistic"]),  # type: ignore[arg-type]
-        info.get("values"), parse_units(metadata),  # type: ignore[arg-type]
+        frame, spec, info.get("pretty") or {}, float(opts["confidence"]), str(opts["statistic"]),
+        info.get("values"), parse_units(metadata),
     )  # fmt: skip
     for out in outputs:
         out = Path(out)

@@ -163,7 +163,7 @@ def _execute_locked(
         return _launch(launch, run_dir, script, timeout_s, progress, campaign, label)
     finally:
         for hook, state in reversed(started):
-            done = hook.teardown(ctx, state)
+            done = hook.teardown(ctx, state)  # type: ignore[attr-defined]
             if done:
                 report.append(_hook_entry(hook, "teardown", done))
         for hook in post:
@@ -247,7 +247,9 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
     execute(launch, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
             hooks=(c.instruments.pre, c.instruments.post, ctx))  # fmt: skip
     # After the run, outside the timed interval (the launcher's).
-    safefile.write_text(rdir / machine_state.STATE_FILE, json.dumps({"before": before, "after": machine_state.snapshot()}) + "\n")
+    safefile.write_text(
+        rdir / machine_state.STATE_FILE, json.dumps({"before": before, "after": machine_state.snapshot()}) + "\n"
+    )
     line = failure_line(name, f"{record_path}/run-{run}", rdir)
     if line:
         print(line, file=sys.stderr, flush=True)
@@ -286,7 +288,7 @@ def failure_line(campaign: str, label: str, rdir: Path) -> str | None:
     return f"[perfsnake] {campaign}: run {label} {state.upper()}: {how}" + (f": {err}" if err else "")
 
 
-def cache_signature(func) -> None:  # type: ignore[no-untyped-def]
+def cache_signature(func) -> None:
     """Precompute the signature Snakemake would inspect on every call of an
     input function (a measurable share of planning 10,000 run jobs)."""
     import inspect

@@ -32,7 +32,12 @@ class Outcome:
 
 
 def strict_mode(config: dict) -> bool:
-    return str(config.get("strict")).lower() in ("true", "yes", "1") or os.environ.get(STRICT_ENV, "") not in ("", "0", "false", "no")
+    return str(config.get("strict")).lower() in ("true", "yes", "1") or os.environ.get(STRICT_ENV, "") not in (
+        "",
+        "0",
+        "false",
+        "no",
+    )
 
 
 def _counts(campaign: str) -> dict[str, int]:
@@ -67,7 +72,9 @@ def _top_differences(campaign: str, n: int = 3) -> list[str]:
         where = f" ({row['fixed']})" if row.get("fixed") else ""
         p = row.get("p_adjusted") or row.get("p_value") or "nan"
         label = "adjusted p" if row.get("p_adjusted") else "p"
-        out.append(f"{row.get('metric')}: {row.get('variable')} {row.get('a')} -> {row.get('b')}{where}: {rel:+.1%}, {label} = {float(p):.2g}")
+        out.append(
+            f"{row.get('metric')}: {row.get('variable')} {row.get('a')} -> {row.get('b')}{where}: {rel:+.1%}, {label} = {float(p):.2g}"
+        )
     return out
 
 
@@ -84,7 +91,10 @@ def outcomes(index: CampaignIndex) -> list[Outcome]:
 
 def report(index: CampaignIndex, config: dict, succeeded: bool) -> int:
     """Print the summary; the exit status strict mode asks for (0 otherwise)."""
-    lines = ["", "[perfsnake] summary" + ("" if succeeded else " (the workflow stopped on an error; resume with `make resume`)")]
+    lines = [
+        "",
+        "[perfsnake] summary" + ("" if succeeded else " (the workflow stopped on an error; resume with `make resume`)"),
+    ]
     found = outcomes(index)
     for o in found:
         counts = ", ".join(f"{n} {state}" for state, n in o.counts.items() if n or state == "ok")

@@ -21,7 +21,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-STAT_COLUMNS = {"mean": ("mean", "mean_ci_low", "mean_ci_high"), "median": ("median", "median_ci_low", "median_ci_high")}
+STAT_COLUMNS = {
+    "mean": ("mean", "mean_ci_low", "mean_ci_high"),
+    "median": ("median", "median_ci_low", "median_ci_high"),
+}
 
 
 def number(x: float, digits: int = 4) -> str:
@@ -53,7 +56,9 @@ def _value_text(v: object) -> str:
     return value_text(v)
 
 
-def _baseline_key(summary: pd.DataFrame, variables: Sequence[str], baseline: Mapping[str, object], row: pd.Series) -> pd.DataFrame:
+def _baseline_key(
+    summary: pd.DataFrame, variables: Sequence[str], baseline: Mapping[str, object], row: pd.Series
+) -> pd.DataFrame:
     """The summary rows of the baseline record matching `row` elsewhere."""
     mask = summary["metric"] == row["metric"]
     for v in variables:
@@ -93,15 +98,19 @@ def summary_table(summary: pd.DataFrame, info: Mapping[str, object]) -> pd.DataF
         rec["metric"] = row["metric"]
         rec[str(stats["statistic"])] = plus_minus(c, half)
         rec[level] = f"[{number(lo)}, {number(hi)}]" if math.isfinite(half) else "-"
-        rec["n"] = int(row["n"]) if "n" in row and math.isfinite(float(row["n"])) else 0
+        rec["n"] = int(row["n"]) if "n" in row and math.isfinite(float(row["n"])) else 0  # type: ignore[assignment]
         if baseline:
-            base = _baseline_key(summary, variables, baseline, row)  # type: ignore[arg-type]
+            base = _baseline_key(summary, variables, baseline, row)
             if len(base) == 1 and base.index[0] == row.name:
                 rec["relative"] = "1.00x (baseline)"
             elif len(base) == 1:
                 b = base.iloc[0]
                 r, err = ratio(c, lo, hi, float(b[centre]), float(b[low]), float(b[high]))
-                rec["relative"] = f"{r:.2f} ± {err:.2f}x" if math.isfinite(err) and err > 0 else (f"{r:.2f}x" if math.isfinite(r) else "-")
+                rec["relative"] = (
+                    f"{r:.2f} ± {err:.2f}x"
+                    if math.isfinite(err) and err > 0
+                    else (f"{r:.2f}x" if math.isfinite(r) else "-")
+                )
             else:
                 rec["relative"] = "-"
         out.append(rec)
@@ -121,7 +130,18 @@ def _text_columns(table: pd.DataFrame) -> int:
     return cols.index("metric") + 1 if "metric" in cols else 1
 
 
-LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def latex_text(text: object) -> str:
@@ -154,7 +174,9 @@ def org(table: pd.DataFrame) -> str:
         return "| " + " | ".join(str(v).replace("|", "\\vert{}").replace("±", "+-") for v in values) + " |"
 
     rule = "|" + "+".join("-" * (len(str(c)) + 2) for c in table.columns) + "|"
-    return "\n".join([cells(list(table.columns)), rule, *(cells(list(r)) for r in table.itertuples(index=False))]) + "\n"
+    return (
+        "\n".join([cells(list(table.columns)), rule, *(cells(list(r)) for r in table.itertuples(index=False))]) + "\n"
+    )
 
 
 def write_summary_tables(summary_csv: Path, info: Mapping[str, object], md: Path, tex: Path, org_path: Path) -> None:
@@ -211,7 +233,9 @@ def csv_html(source: Path, out: Path, title: str, significant_first: bool = Fals
         frame = pd.DataFrame()
     if significant_first and "significant" in frame:
         frame = frame.sort_values("significant", ascending=False, kind="stable")
-    body = frame_html(frame) if len(frame) else "<p>No rows (fewer than two runs per record, or nothing to compare).</p>"
+    body = (
+        frame_html(frame) if len(frame) else "<p>No rows (fewer than two runs per record, or nothing to compare).</p>"
+    )
     Path(out).write_text(html_page(title, body))
 
 
@@ -258,7 +282,7 @@ def plot_caption(campaign: object, plot: Mapping[str, object]) -> str:
     data = campaign.data  # type: ignore[attr-defined]
     desc = description(campaign)
     ys = plot["y"] if isinstance(plot["y"], list) else [plot["y"]]
-    ys = [*ys, *(m for m in plot.get("metrics", []) or [] if m not in ys)]  # type: ignore[union-attr]
+    ys = [*ys, *(m for m in plot.get("metrics", []) or [] if m not in ys)]  # type: ignore[attr-defined]
     by = [f"{plot[k]} ({k})" for k in ("x", "color", "row", "column", "facet") if plot.get(k)]
     kind = str(plot["kind"])
     what = {
@@ -268,7 +292,11 @@ def plot_caption(campaign: object, plot: Mapping[str, object]) -> str:
         "box": "the runs of each record as a box (quartiles, median, whiskers to min and max)",
     }[kind]
     n = campaign.nb_runs  # type: ignore[attr-defined]
-    runs = f"{n} runs per record" if not data.get("precision") else f"{data['precision']['min_runs']} to {data['precision']['max_runs']} runs per record (until precise enough)"
+    runs = (
+        f"{n} runs per record"
+        if not data.get("precision")
+        else f"{data['precision']['min_runs']} to {data['precision']['max_runs']} runs per record (until precise enough)"
+    )
     parts = [desc, f"{', '.join(map(str, ys))} by {', '.join(by)}: {what}; {runs}; failed runs left out."]
     return " ".join(p for p in parts if p)
 
@@ -279,7 +307,15 @@ MACHINE_KEYS = (
     "hostname", "cpu_model", "online_cpus", "smt", "numa_nodes", "memory", "uname", "os_release", "cpufreq_governor",
     "perf_event_paranoid", "compiler", "python", "snakemake", "pandas", "perfsnake_commit", "perfsnake_tree", "platform",
 )  # fmt: skip
-COUNT_KEYS = ("runs", "runs_ok", "runs_failed", "runs_timeout", "total_duration_s", "total_benchmark_time_s", "utc_time")
+COUNT_KEYS = (
+    "runs",
+    "runs_ok",
+    "runs_failed",
+    "runs_timeout",
+    "total_duration_s",
+    "total_benchmark_time_s",
+    "utc_time",
+)
 
 
 def page(campaign: str, name: str) -> str:
@@ -297,11 +333,16 @@ def report_targets(campaign: str, overhead: bool, flamegraphs: bool) -> list[str
 
 
 def _rows_table(pairs: Sequence[tuple[str, object]]) -> str:
-    body = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td style='text-align:left'>{html.escape(str(v))}</td></tr>" for k, v in pairs)
+    body = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+        for k, v in pairs
+    )
     return f"<table>{body}</table>"
 
 
-def landing_fragment(info: Mapping[str, object], metadata: Mapping[str, object], description: str, files: Sequence[str]) -> str:
+def landing_fragment(
+    info: Mapping[str, object], metadata: Mapping[str, object], description: str, files: Sequence[str]
+) -> str:
     """One campaign on the report's landing page: description, counts, machine, files."""
     name = str(info["name"])
     counts = [
@@ -309,7 +350,7 @@ def landing_fragment(info: Mapping[str, object], metadata: Mapping[str, object],
         ("runs (ok / failed / timeout)", f"{metadata.get('runs', '?')} ({metadata.get('runs_ok', '?')} / {metadata.get('runs_failed', '?')} / {metadata.get('runs_timeout', '?')})"),
         ("duration", f"{metadata.get('total_duration_s', '?')} s (benchmark time {metadata.get('total_benchmark_time_s', '?')} s)"),
         ("benchmark", info.get("benchmark")),
-        ("variables", ", ".join(f"{v} ({len(info.get('values', {}).get(v, []))})" for v in info.get("variables", []))),  # type: ignore[union-attr,attr-defined]
+        ("variables", ", ".join(f"{v} ({len(info.get('values', {}).get(v, []))})" for v in info.get("variables", []))),  # type: ignore[attr-defined]
         ("campaign file", info.get("file")),
     ]  # fmt: skip
     machine = [(k, metadata[k]) for k in MACHINE_KEYS if k in metadata]
@@ -343,7 +384,10 @@ def write_pages(
     except pd.errors.EmptyDataError:
         summary = pd.DataFrame(columns=["metric", "n"])
     paste = summary_table(summary, info)
-    blocks = "".join(f"<h4><code>{html.escape(Path(t).name)}</code></h4><pre>{html.escape(Path(t).read_text())}</pre>" for t in tables)
+    blocks = "".join(
+        f"<h4><code>{html.escape(Path(t).name)}</code></h4><pre>{html.escape(Path(t).read_text())}</pre>"
+        for t in tables
+    )
     body = (f"<p>{html.escape(interval_kind(dict(info.get('statistics') or {})))}, per record and metric.</p>"  # type: ignore[call-overload]
             + (paste.to_html(index=False, border=0) if len(paste) else "<p>No summary rows.</p>")
             + "<h4>Every column of summary.csv</h4>" + (frame_html(summary) if len(summary) else "") + blocks)  # fmt: skip
@@ -375,7 +419,13 @@ def flame_entries(campaign: object, targets: Sequence[str]) -> list[dict[str, st
         if path in targets:
             va, vb = records[a], records[b]
             differ = [v for v in campaign.variables if _value_text(va[v]) != _value_text(vb[v])]  # type: ignore[attr-defined]
-            out.append({"path": path, "title": "differential: " + "; ".join(f"{v}: {_value_text(va[v])} -> {_value_text(vb[v])}" for v in differ)})
+            out.append(
+                {
+                    "path": path,
+                    "title": "differential: "
+                    + "; ".join(f"{v}: {_value_text(va[v])} -> {_value_text(vb[v])}" for v in differ),
+                }
+            )
     return out
 
 
