@@ -7,11 +7,13 @@ from perfsnake.benchmarks.command import CommandBenchmark
 from perfsnake.benchmarks.heater import HeaterBenchmark
 from perfsnake.benchmarks.leveldb import LevelDBBenchmark
 from perfsnake.benchmarks.lmbench import LmbenchBenchmark
+from perfsnake.benchmarks.stress_ng import StressNgBenchmark
 
 BUILTINS: dict[str, type[Benchmark]] = {
     "heater": HeaterBenchmark,
     "leveldb": LevelDBBenchmark,
     "lmbench": LmbenchBenchmark,
+    "stress_ng": StressNgBenchmark,
 }
 
 
