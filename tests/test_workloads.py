@@ -93,3 +93,65 @@ def test_stress_ng_ready_campaign(tmp_path):
     assert len(frame) == 4 and (frame["status"] == "ok").all()
     assert (frame["bogo_ops"] > 0).all() and (frame["bogo_ops_per_s"] > 0).all()
     assert len(list((tmp_path / "results").rglob("stress-ng.yaml"))) == 4
+
+
+# ---- sysbench -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"test": ["fileio"]}, "variables.test", "not one of cpu, memory, threads, mutex"),
+    ({"test": ["cpuu"]}, "variables.test", "did you mean 'cpu'"),
+    ({"threads": [0]}, "variables.threads", "not a positive integer"),
+    ({"test": ["memory"], "memory_block_size": ["4 KB"]}, "variables.memory_block_size", "not a size"),
+    ({"test": ["memory"], "memory_oper": ["copy"]}, "variables.memory_oper", "not one of read, write, none"),
+    ({"cpu_max_prime": [1.5]}, "variables.cpu_max_prime", "not a positive integer"),
+])  # fmt: skip
+def test_sysbench_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "sysbench", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_sysbench_commands(tmp_path):
+    assert len(load(tmp_path, "sysbench", {"test": ["cpu", "memory", "threads", "mutex"]}).records) == 4
+    bench = BUILTINS["sysbench"]({}, "test")
+    cmd = argv(tmp_path, "sysbench", **{**bench.run_defaults, "test": "memory", "threads": 2})
+    assert cmd[:4] == ["sysbench", "memory", "--threads=2", "--time=2"] and cmd[-1] == "run"
+    assert "--memory-block-size=1K" in cmd and not any(a.startswith("--cpu-max-prime") for a in cmd)
+    cmd = argv(tmp_path, "sysbench", **{**bench.run_defaults, "test": "cpu", "time_s": 5, "cpu_max_prime": 2000})
+    assert "--time=5" in cmd and "--cpu-max-prime=2000" in cmd and not any(a.startswith("--memory") for a in cmd)
+
+
+def test_sysbench_parses_real_output():
+    bench = BUILTINS["sysbench"]({}, "test")
+    cpu = bench.parse(data("sysbench", "cpu.txt"), "", {"test": "cpu"})
+    assert cpu == {"total_time_s": 1.0024, "total_events": 4171, "latency_min_ms": 0.03, "latency_avg_ms": 0.24,
+                   "latency_max_ms": 28.10, "latency_p95_ms": 0.05, "events_per_s": 4157.22, "mib_per_s": None}  # fmt: skip
+    memory = bench.parse(data("sysbench", "memory.txt"), "", {"test": "memory"})
+    assert memory["mib_per_s"] == 1992.73 and memory["total_events"] == 262144
+    assert memory["events_per_s"] == pytest.approx(262144 / 0.5128)
+    threads = bench.parse(data("sysbench", "threads.txt"), "", {"test": "threads"})
+    assert threads["events_per_s"] == pytest.approx(519 / 1.3316) and threads["latency_p95_ms"] == 6.79
+    mutex = bench.parse(data("sysbench", "mutex.txt"), "", {"test": "mutex"})
+    assert mutex["total_events"] == 2 and mutex["latency_max_ms"] == 2.74
+
+
+def test_sysbench_refuses_malformed_output():
+    bench = BUILTINS["sysbench"]({}, "test")
+    with pytest.raises(ValueError, match="no 'General statistics:'"):
+        bench.parse("sysbench 1.0.20\nFATAL: invalid option\n", "", {"test": "cpu"})
+    truncated = data("sysbench", "cpu.txt").split("Latency (ms):")[0]
+    with pytest.raises(ValueError, match="no latency_min_ms line"):
+        bench.parse(truncated, "", {"test": "cpu"})
+    no_mib = "\n".join(line for line in data("sysbench", "memory.txt").splitlines() if "MiB/sec" not in line)
+    with pytest.raises(ValueError, match="no 'MiB transferred'"):
+        bench.parse(no_mib, "", {"test": "memory"})
+
+
+@pytest.mark.e2e
+def test_sysbench_ready_campaign(tmp_path):
+    frame = run_ready_campaign(tmp_path, "sysbench", nb_runs=1)
+    assert len(frame) == 8 and (frame["status"] == "ok").all()
+    assert (frame["events_per_s"] > 0).all() and (frame["total_events"] > 0).all()
+    assert (frame["latency_max_ms"] >= frame["latency_min_ms"]).all()
+    memory = frame[frame["test"] == "memory"]
+    assert (memory["mib_per_s"] > 0).all() and frame[frame["test"] != "memory"]["mib_per_s"].isna().all()

@@ -8,12 +8,14 @@ from perfsnake.benchmarks.heater import HeaterBenchmark
 from perfsnake.benchmarks.leveldb import LevelDBBenchmark
 from perfsnake.benchmarks.lmbench import LmbenchBenchmark
 from perfsnake.benchmarks.stress_ng import StressNgBenchmark
+from perfsnake.benchmarks.sysbench import SysbenchBenchmark
 
 BUILTINS: dict[str, type[Benchmark]] = {
     "heater": HeaterBenchmark,
     "leveldb": LevelDBBenchmark,
     "lmbench": LmbenchBenchmark,
     "stress_ng": StressNgBenchmark,
+    "sysbench": SysbenchBenchmark,
 }
 
 
