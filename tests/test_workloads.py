@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
-
 from helpers import ROOT, snakemake, write_campaign
+
 from perfsnake.benchmarks import BUILTINS
 from perfsnake.benchmarks.base import RunContext
 from perfsnake.errors import CampaignError
@@ -155,3 +156,70 @@ def test_sysbench_ready_campaign(tmp_path):
     assert (frame["latency_max_ms"] >= frame["latency_min_ms"]).all()
     memory = frame[frame["test"] == "memory"]
     assert (memory["mib_per_s"] > 0).all() and frame[frame["test"] != "memory"]["mib_per_s"].isna().all()
+
+
+# ---- fio ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"rw": ["randomread"]}, "variables.rw", "did you mean 'randread'"),
+    ({"bs": ["4KB"]}, "variables.bs", "not a size"),
+    ({"iodepth": [0]}, "variables.iodepth", "not a positive integer"),
+    ({"ioengine": ["windowsaio"]}, "variables.ioengine", "not one of psync"),
+    ({"direct": [2]}, "variables.direct", "not one of 0, 1"),
+    ({"numjobs": ["two"]}, "variables.numjobs", "not a positive integer"),
+])  # fmt: skip
+def test_fio_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "fio", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_fio_command_works_on_a_file_in_the_run_directory(tmp_path):
+    assert len(load(tmp_path, "fio", {"rw": ["read", "randrw"], "bs": ["4k", "1M"]}).records) == 4
+    bench = BUILTINS["fio"]({}, "test")
+    cmd = argv(tmp_path, "fio", **{**bench.run_defaults, "rw": "randrw", "iodepth": 8, "ioengine": "libaio"})
+    assert cmd[0] == "fio" and f"--filename={tmp_path / 'fio.data'}" in cmd
+    assert {"--rw=randrw", "--iodepth=8", "--ioengine=libaio", "--runtime=2", "--time_based", "--unlink=1",
+            "--output-format=json", "--group_reporting"} <= set(cmd)  # fmt: skip
+
+
+def test_fio_parses_real_output():
+    bench = BUILTINS["fio"]({}, "test")
+    got = bench.parse(data("fio", "randrw.json"), "", {"rw": "randrw"})
+    assert got["read_iops"] == pytest.approx(9826.213592) and got["write_iops"] == pytest.approx(10059.223301)
+    assert got["read_lat_p99_us"] == pytest.approx(3948.544)
+    for direction in ("read", "write"):
+        assert 0 < got[f"{direction}_lat_p50_us"] <= got[f"{direction}_lat_p99_us"]
+        assert got[f"{direction}_bw_kib_s"] > 0 and got[f"{direction}_lat_mean_us"] > 0
+    # A note before the JSON document (fio prints some) does not hide it.
+    assert bench.parse("note: something\n" + data("fio", "randrw.json"), "", {}) == got
+
+
+def test_fio_refuses_malformed_output():
+    import json
+
+    bench = BUILTINS["fio"]({}, "test")
+    with pytest.raises(ValueError, match="no JSON document"):
+        bench.parse("fio: failed parsing rw=sideways\n", "", {})
+    with pytest.raises(json.JSONDecodeError):
+        bench.parse(data("fio", "randrw.json")[:500], "", {})
+    report = json.loads(data("fio", "randrw.json"))
+    report["jobs"][0]["error"] = 5
+    with pytest.raises(ValueError, match="fio job error 5"):
+        bench.parse(json.dumps(report), "", {})
+    for direction in ("read", "write"):
+        report["jobs"][0][direction]["total_ios"] = 0
+    report["jobs"][0]["error"] = 0
+    with pytest.raises(ValueError, match="no completed I/O"):
+        bench.parse(json.dumps(report), "", {})
+
+
+@pytest.mark.e2e
+def test_fio_ready_campaign(tmp_path):
+    frame = run_ready_campaign(tmp_path, "fio", nb_runs=1, duration_s=1, variables={"rw": ["randread", "write"], "bs": ["4k"], "size": ["8M"]})
+    assert len(frame) == 2 and (frame["status"] == "ok").all()
+    reads, writes = frame[frame["rw"] == "randread"].iloc[0], frame[frame["rw"] == "write"].iloc[0]
+    assert reads["read_iops"] > 0 and reads["read_lat_p99_us"] >= reads["read_lat_p50_us"] > 0
+    assert writes["write_iops"] > 0 and writes["write_bw_kib_s"] > 0
+    assert pd.isna(reads["write_iops"]) and pd.isna(writes["read_iops"])  # a direction not exercised has no figures
+    assert not list((tmp_path / "results").rglob("fio.data"))  # the data file is deleted after each run
