@@ -223,3 +223,101 @@ def test_fio_ready_campaign(tmp_path):
     assert writes["write_iops"] > 0 and writes["write_bw_kib_s"] > 0
     assert pd.isna(reads["write_iops"]) and pd.isna(writes["read_iops"])  # a direction not exercised has no figures
     assert not list((tmp_path / "results").rglob("fio.data"))  # the data file is deleted after each run
+
+
+# ---- cyclictest -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"threads": [0]}, "variables.threads", "not a positive integer"),
+    ({"interval_us": [0.5]}, "variables.interval_us", "not a positive integer"),
+    ({"priority": [120]}, "variables.priority", "above SCHED_FIFO's highest priority, 99"),
+    ({"histogram_us": [-1]}, "variables.histogram_us", "not a positive integer"),
+])  # fmt: skip
+def test_cyclictest_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "cyclictest", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_cyclictest_command(tmp_path):
+    bench = BUILTINS["cyclictest"]({}, "test")
+    cmd = argv(tmp_path, "cyclictest", **{**bench.run_defaults, "threads": 2, "duration_s": 5})
+    assert cmd[0] == "cyclictest" and {"--mlockall", "--quiet", "--threads=2", "--duration=5", "--priority=80",
+                                       "--histogram=5000", "--interval=1000"} == set(cmd[1:])  # fmt: skip
+
+
+def test_cyclictest_percentiles_from_its_histogram():
+    from perfsnake.benchmarks.cyclictest import percentile
+
+    buckets = [(1, 50), (2, 40), (3, 9)]  # plus one overflow: 100 samples
+    assert percentile(buckets, 100, 0.5) == 1 and percentile(buckets, 100, 0.9) == 2
+    assert percentile(buckets, 100, 0.99) == 3 and percentile(buckets, 100, 0.999) is None
+
+
+def test_cyclictest_parses_real_output():
+    bench = BUILTINS["cyclictest"]({}, "test")
+    got = bench.parse(data("cyclictest", "hist.txt"), data("cyclictest", "hist.err"), {"priority": 80})
+    # Thread totals 974 and 884 in the histogram, plus 3 and 6 overflows.
+    assert got["samples"] == 974 + 884 + 3 + 6 and got["overflows"] == 9
+    assert got["latency_min_us"] == 7 and got["latency_max_us"] == 75150 and got["rt_priority"] == 80
+    assert got["latency_avg_us"] == pytest.approx((40 * 977 + 128 * 890) / 1867)
+    assert 7 <= got["latency_p50_us"] <= got["latency_p99_us"] < 400
+    assert got["latency_p999_us"] is None  # the slowest 0.5 % overflowed the 400 us histogram
+
+
+def test_cyclictest_without_rt_priority_says_so():
+    bench = BUILTINS["cyclictest"]({}, "test")
+    with pytest.raises(ValueError, match="could not get real-time priority 80: run as root or raise RLIMIT_RTPRIO"):
+        bench.parse("", data("cyclictest", "nort.err"), {"priority": 80})
+
+
+def test_cyclictest_refuses_malformed_output():
+    bench = BUILTINS["cyclictest"]({}, "test")
+    summary_only = "T: 0 ( 1) P:80 I:1000 C:   1000 Min:  7 Act:  9 Avg:  12 Max:  40\n"
+    with pytest.raises(ValueError, match="was it run with -h"):
+        bench.parse(summary_only, "", {})
+    text = data("cyclictest", "hist.txt")
+    with pytest.raises(ValueError, match="no histogram"):
+        bench.parse("\n".join(line for line in text.splitlines() if line.startswith("#")), "", {})
+    with pytest.raises(ValueError, match="1 counts for 2 threads"):
+        bench.parse(text.replace("000007 000005\t000003", "000007 000005"), "", {})
+
+
+@pytest.mark.e2e
+def test_cyclictest_ready_campaign(tmp_path):
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("cyclictest's real-time priority needs root here")
+    frame = run_ready_campaign(tmp_path, "cyclictest", nb_runs=1, duration_s=1)
+    assert len(frame) == 2 and (frame["status"] == "ok").all()
+    assert (frame["samples"] > 0).all() and (frame["latency_p50_us"] > 0).all()
+    assert (frame["latency_max_us"] >= frame["latency_avg_us"]).all() and (frame["latency_avg_us"] >= frame["latency_min_us"]).all()
+    # Under load the p99 may overflow the histogram (then it is empty, never wrong).
+    assert (frame["latency_p99_us"].isna() | (frame["latency_p99_us"] >= frame["latency_p50_us"])).all()
+
+
+@pytest.mark.e2e
+def test_cyclictest_without_rt_priority_is_a_failed_run_with_the_reason(tmp_path, monkeypatch):
+    """The workflow run without CAP_SYS_NICE (as an unprivileged user would be):
+    the run fails, and its result says why."""
+    import json
+    import os
+    import shutil
+
+    import helpers
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to drop CAP_SYS_NICE")
+    # Dropped from the bounding and inheritable sets, so nothing the workflow starts gets it back.
+    wrapper = tmp_path / "snakemake-without-rt"
+    wrapper.write_text(f'#!/bin/sh\nexec setpriv --bounding-set -sys_nice --inh-caps -sys_nice {helpers.SNAKEMAKE} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(helpers, "SNAKEMAKE", str(wrapper))
+    camp = write_campaign(tmp_path, {"name": "nort", "benchmark": "cyclictest", "variables": {"threads": [1]},
+                                     "nb_runs": 1, "duration_s": 1, "timeout_s": 30})  # fmt: skip
+    helpers.snakemake(tmp_path, camp, "--cores", "1", "all")
+    (result,) = [json.loads(p.read_text()) for p in (tmp_path / "results" / "nort").rglob("result.json")]
+    assert result["status"] == "failed"
+    assert any("could not get real-time priority 80" in e for e in result["parse_errors"])
+    assert "Unable to change scheduling policy" in result["stderr_tail"]

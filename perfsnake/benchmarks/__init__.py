@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.benchmarks.command import CommandBenchmark
+from perfsnake.benchmarks.cyclictest import CyclictestBenchmark
 from perfsnake.benchmarks.fio import FioBenchmark
 from perfsnake.benchmarks.heater import HeaterBenchmark
 from perfsnake.benchmarks.leveldb import LevelDBBenchmark
@@ -12,6 +13,7 @@ from perfsnake.benchmarks.stress_ng import StressNgBenchmark
 from perfsnake.benchmarks.sysbench import SysbenchBenchmark
 
 BUILTINS: dict[str, type[Benchmark]] = {
+    "cyclictest": CyclictestBenchmark,
     "fio": FioBenchmark,
     "heater": HeaterBenchmark,
     "leveldb": LevelDBBenchmark,
