@@ -321,3 +321,51 @@ def test_cyclictest_without_rt_priority_is_a_failed_run_with_the_reason(tmp_path
     assert result["status"] == "failed"
     assert any("could not get real-time priority 80" in e for e in result["parse_errors"])
     assert "Unable to change scheduling policy" in result["stderr_tail"]
+
+
+# ---- RocksDB db_bench -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"bench_name": ["readrandon"]}, "variables.bench_name", "did you mean 'readrandom'"),
+    ({"nb_threads": [0]}, "variables.nb_threads", "not a positive integer"),
+    ({"num": ["many"]}, "variables.num", "not a positive integer"),
+    ({"value_size": [-5]}, "variables.value_size", "not a positive integer"),
+])  # fmt: skip
+def test_rocksdb_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "rocksdb", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_rocksdb_fill_once_and_commands(tmp_path):
+    from perfsnake.benchmarks.base import BuildContext
+
+    bench = BUILTINS["rocksdb"]({}, "test")
+    assert bench.build_variables(["num", "value_size", "nb_threads", "bench_name"]) == ["num", "value_size"]
+    fill = bench.build_script(BuildContext(params={"num": 500, "value_size": 64}, build_dir=tmp_path, src_dir=None, threads=1))
+    assert fill == f"db_bench --benchmarks=fillseq --num=500 --value_size=64 --db={tmp_path / 'db'}"
+    params = {**bench.build_defaults, **bench.run_defaults}
+    ctx = RunContext(params={**params, "nb_threads": 4}, build_dir=tmp_path, run_dir=tmp_path, duration_s=1)
+    cmd = bench.run_command(ctx)
+    assert {"--benchmarks=readrandom", "--threads=4", "--use_existing_db=1", f"--db={tmp_path / 'db'}", "--readonly=1"} <= set(cmd)
+    ctx = RunContext(params={**params, "bench_name": "overwrite"}, build_dir=tmp_path, run_dir=tmp_path, duration_s=1)
+    assert "--readonly=1" not in bench.run_command(ctx)
+
+
+def test_rocksdb_parses_real_output_and_refuses_malformed():
+    bench = BUILTINS["rocksdb"]({}, "test")
+    got = bench.parse(data("rocksdb", "readrandom.txt"), "", {"bench_name": "readrandom"})
+    assert got == {"micros_per_op": 9.975, "ops_per_s": 183027.0, "mb_per_s": 20.2}
+    with pytest.raises(ValueError, match="no 'seekrandom : ... micros/op"):
+        bench.parse(data("rocksdb", "readrandom.txt"), "", {"bench_name": "seekrandom"})
+    with pytest.raises(ValueError, match="micros/op"):
+        bench.parse("Invalid argument: db_bench: unknown benchmark\n", "", {"bench_name": "readrandom"})
+
+
+@pytest.mark.e2e
+def test_rocksdb_ready_campaign_fills_once(tmp_path):
+    frame = run_ready_campaign(tmp_path, "rocksdb", nb_runs=1, variables={"bench_name": ["readrandom", "seekrandom"],
+                                                                          "nb_threads": [1, 2], "reads": [5000]})  # fmt: skip
+    assert len(frame) == 4 and (frame["status"] == "ok").all()
+    assert (frame["ops_per_s"] > 0).all() and (frame["micros_per_op"] > 0).all()
+    assert len(list((tmp_path / "resources" / "builds" / "rocksdb").glob("*/db/CURRENT"))) == 1  # one fill for all runs

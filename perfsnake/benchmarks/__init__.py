@@ -9,6 +9,7 @@ from perfsnake.benchmarks.fio import FioBenchmark
 from perfsnake.benchmarks.heater import HeaterBenchmark
 from perfsnake.benchmarks.leveldb import LevelDBBenchmark
 from perfsnake.benchmarks.lmbench import LmbenchBenchmark
+from perfsnake.benchmarks.rocksdb import RocksDBBenchmark
 from perfsnake.benchmarks.stress_ng import StressNgBenchmark
 from perfsnake.benchmarks.sysbench import SysbenchBenchmark
 
@@ -18,6 +19,7 @@ BUILTINS: dict[str, type[Benchmark]] = {
     "heater": HeaterBenchmark,
     "leveldb": LevelDBBenchmark,
     "lmbench": LmbenchBenchmark,
+    "rocksdb": RocksDBBenchmark,
     "stress_ng": StressNgBenchmark,
     "sysbench": SysbenchBenchmark,
 }

@@ -50,7 +50,7 @@ class PackagedTool(Benchmark):
 
     def params(self, record: Mapping[str, object], duration_s: float | None = None) -> dict[str, object]:
         """The record over the defaults."""
-        return {**self.run_defaults, **record}
+        return {**self.build_defaults, **self.run_defaults, **record}
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         for record in records:
