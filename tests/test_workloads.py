@@ -369,3 +369,61 @@ def test_rocksdb_ready_campaign_fills_once(tmp_path):
     assert len(frame) == 4 and (frame["status"] == "ok").all()
     assert (frame["ops_per_s"] > 0).all() and (frame["micros_per_op"] > 0).all()
     assert len(list((tmp_path / "resources" / "builds" / "rocksdb").glob("*/db/CURRENT"))) == 1  # one fill for all runs
+
+
+# ---- Kyoto Cabinet --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"db": ["btree"]}, "variables.db", "not one of cache, hash, tree"),
+    ({"mode": ["queue"]}, "variables.mode", "not one of order, wicked"),
+    ({"nb_threads": [0]}, "variables.nb_threads", "not a positive integer"),
+    ({"rnum": [True]}, "variables.rnum", "not a positive integer"),
+])  # fmt: skip
+def test_kyotocabinet_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "kyotocabinet", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_kyotocabinet_commands(tmp_path):
+    bench = BUILTINS["kyotocabinet"]({}, "test")
+    base = bench.run_defaults
+    assert argv(tmp_path, "kyotocabinet", **{**base, "db": "cache", "nb_threads": 4}) == "kccachetest order -th 4 100000"
+    db = tmp_path / "kc.kct"
+    text = argv(tmp_path, "kyotocabinet", **{**base, "db": "tree", "mode": "wicked", "iterations": 3, "rnum": 10})
+    assert text == f"kctreetest wicked -th 1 -it 3 {db} 10; status=$?; rm -f {db}; exit $status"
+
+
+def test_kyotocabinet_parses_real_output():
+    bench = BUILTINS["kyotocabinet"]({}, "test")
+    got = bench.parse(data("kyotocabinet", "hash_order.txt"), "", {"db": "hash", "nb_threads": 2, "rnum": 20000})
+    assert got["set_ops_per_s"] == pytest.approx(40000 / 0.070) and got["get_ops_per_s"] == pytest.approx(40000 / 0.039)
+    assert got["remove_ops_per_s"] == pytest.approx(40000 / 0.045) and got["time_s"] == pytest.approx(0.154)
+    assert got["ops_per_s"] == pytest.approx(120000 / 0.154)
+    got = bench.parse(data("kyotocabinet", "cache_order.txt"), "", {"db": "cache", "rnum": 20000})
+    assert got["set_ops_per_s"] == pytest.approx(20000 / 0.042)
+    params = {"db": "tree", "mode": "wicked", "nb_threads": 2, "iterations": 2, "rnum": 2000}
+    got = bench.parse(data("kyotocabinet", "tree_wicked.txt"), "", params)
+    assert got["time_s"] == pytest.approx(0.029) and got["ops_per_s"] == pytest.approx(8000 / 0.029)
+    assert got["set_ops_per_s"] is None
+
+
+def test_kyotocabinet_refuses_malformed_output():
+    bench = BUILTINS["kyotocabinet"]({}, "test")
+    failed = data("kyotocabinet", "hash_order.txt").replace("\nok\n", "\nerror\n\nFAILED: KCRNDSEED=1 PID=2 kchashtest\n", 1)
+    with pytest.raises(ValueError, match="did not end with 'ok'"):
+        bench.parse(failed, "", {"rnum": 20000})
+    with pytest.raises(ValueError, match="1 times in the wicked test's output for 2 iterations"):
+        bench.parse(data("kyotocabinet", "tree_wicked.txt").split("iteration 2:")[0] + "ok\n", "", {"mode": "wicked", "iterations": 2})
+    with pytest.raises(ValueError, match="no setting/getting/removing phases"):
+        bench.parse(data("kyotocabinet", "tree_wicked.txt"), "", {"mode": "order"})
+
+
+@pytest.mark.e2e
+def test_kyotocabinet_ready_campaign(tmp_path):
+    frame = run_ready_campaign(tmp_path, "kyotocabinet", nb_runs=1, variables={"db": ["cache", "tree"], "mode": ["order", "wicked"],
+                                                                               "nb_threads": [2], "rnum": [20000]})  # fmt: skip
+    assert len(frame) == 4 and (frame["status"] == "ok").all()
+    assert (frame["ops_per_s"] > 0).all() and (frame["time_s"] > 0).all()
+    assert (frame[frame["mode"] == "order"]["get_ops_per_s"] > 0).all()
+    assert not list((tmp_path / "results").rglob("kc.kc[ht]"))  # the database files are removed after each run

@@ -7,6 +7,7 @@ from perfsnake.benchmarks.command import CommandBenchmark
 from perfsnake.benchmarks.cyclictest import CyclictestBenchmark
 from perfsnake.benchmarks.fio import FioBenchmark
 from perfsnake.benchmarks.heater import HeaterBenchmark
+from perfsnake.benchmarks.kyotocabinet import KyotoCabinetBenchmark
 from perfsnake.benchmarks.leveldb import LevelDBBenchmark
 from perfsnake.benchmarks.lmbench import LmbenchBenchmark
 from perfsnake.benchmarks.rocksdb import RocksDBBenchmark
@@ -17,6 +18,7 @@ BUILTINS: dict[str, type[Benchmark]] = {
     "cyclictest": CyclictestBenchmark,
     "fio": FioBenchmark,
     "heater": HeaterBenchmark,
+    "kyotocabinet": KyotoCabinetBenchmark,
     "leveldb": LevelDBBenchmark,
     "lmbench": LmbenchBenchmark,
     "rocksdb": RocksDBBenchmark,
