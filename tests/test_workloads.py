@@ -55,6 +55,16 @@ def run_ready_campaign(tmp_path: Path, name: str, **overrides) -> object:
     return read_csv(tmp_path / "results" / spec["name"] / f"{spec['name']}.csv")
 
 
+
+@pytest.mark.parametrize("benchmark,package", [("stress_ng", "stress-ng"), ("sysbench", "sysbench"), ("fio", "fio"),
+                                               ("cyclictest", "rt-tests"), ("rocksdb", "rocksdb-tools"),
+                                               ("kyotocabinet", "kyotocabinet-utils")])  # fmt: skip
+def test_a_missing_tool_names_its_package(tmp_path, monkeypatch, benchmark, package):
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing installed
+    error = refused(tmp_path, benchmark, {})
+    assert error.key == "benchmark" and f"Debian package {package}" in error.problem and "scripts/setup/apt.sh" in error.problem
+
+
 # ---- stress-ng ------------------------------------------------------------------------------
 
 

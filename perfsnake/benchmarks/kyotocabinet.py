@@ -37,9 +37,6 @@ class KyotoCabinetBenchmark(PackagedTool):
     kinds = {"db": tuple(TOOLS), "mode": MODES, "nb_threads": "int", "rnum": "int", "iterations": "int"}
     metrics = ("ops_per_s", "time_s", *_ORDER_METRICS.values())
 
-    def check_record(self, p: Mapping[str, object]) -> None:
-        self.binary()
-
     def run_command(self, ctx: RunContext) -> str:
         p = self.params(ctx.params)
         tool, file = TOOLS[str(p["db"])]

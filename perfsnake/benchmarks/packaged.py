@@ -53,6 +53,7 @@ class PackagedTool(Benchmark):
         return {**self.build_defaults, **self.run_defaults, **record}
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        self.binary()
         for record in records:
             p = self.params(record)
             for var, kind in self.kinds.items():

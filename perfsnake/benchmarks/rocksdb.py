@@ -42,9 +42,6 @@ class RocksDBBenchmark(PackagedTool):
     def needs_build(self) -> bool:
         return True
 
-    def check_record(self, p: Mapping[str, object]) -> None:
-        self.binary()
-
     def build_script(self, ctx: BuildContext) -> str:
         fill = [
             "db_bench", "--benchmarks=fillseq", f"--num={value_text(ctx.params['num'])}",
