@@ -92,6 +92,9 @@ def test_stress_ng_command_and_real_output(tmp_path):
     assert cmd[:5] == ["stress-ng", "--cpu", "2", "--cpu-method", "fft"]
     assert cmd[-2:] == ["--yaml", str(tmp_path / "stress-ng.yaml")] and "--metrics-brief" in cmd
     bench = BUILTINS["stress_ng"]({}, "test")
+    short = RunContext(params={"stressor": "cpu"}, build_dir=None, run_dir=tmp_path, duration_s=0.4)
+    assert bench.run_command(short)[3:5] == ["--timeout", "1s"]  # stress-ng reads "0.4s" as no limit at all
+    bench = BUILTINS["stress_ng"]({}, "test")
     got = bench.parse("", data("stress_ng", "stderr.txt"), {"stressor": "cpu"})
     assert got == {"bogo_ops": 90, "bogo_ops_per_s": 85.39, "bogo_ops_per_s_cpu": 429.91,
                    "real_time_s": 1.05, "usr_time_s": 0.21, "sys_time_s": 0.0}  # fmt: skip

@@ -2,7 +2,8 @@
 
 Variables: `stressor` (any stressor of the installed stress-ng), `method`
 (its `--<stressor>-method`; empty for the stressor's default), `instances`
-(workers). The run lasts the campaign's `duration_s`. Metrics are stress-ng's
+(workers). The run lasts the campaign's `duration_s`, rounded to whole
+seconds (at least 1). Metrics are stress-ng's
 --metrics-brief figures: bogo operations, and bogo-ops/s over wall-clock
 time and over user+system time. The YAML report (--yaml) is kept in the run
 directory as `stress-ng.yaml`; the metrics are parsed from the text report.
@@ -69,7 +70,9 @@ class StressNgBenchmark(PackagedTool):
         argv = ["stress-ng", f"--{stressor}", value_text(p["instances"])]
         if p["method"]:
             argv += [f"--{stressor}-method", value_text(p["method"])]
-        return [*argv, "--timeout", f"{value_text(ctx.duration_s)}s", "--metrics-brief", "--yaml", str(ctx.run_dir / YAML_FILE)]
+        # Whole seconds: stress-ng reads "0.5s" as 0, which means no time limit.
+        seconds = max(1, round(ctx.duration_s))
+        return [*argv, "--timeout", f"{seconds}s", "--metrics-brief", "--yaml", str(ctx.run_dir / YAML_FILE)]
 
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
         """stress-ng writes its report on stderr (stdout when redirected by some wrappers)."""
