@@ -4,14 +4,26 @@ from __future__ import annotations
 
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.benchmarks.command import CommandBenchmark
+from perfsnake.benchmarks.cyclictest import CyclictestBenchmark
+from perfsnake.benchmarks.fio import FioBenchmark
 from perfsnake.benchmarks.heater import HeaterBenchmark
+from perfsnake.benchmarks.kyotocabinet import KyotoCabinetBenchmark
 from perfsnake.benchmarks.leveldb import LevelDBBenchmark
 from perfsnake.benchmarks.lmbench import LmbenchBenchmark
+from perfsnake.benchmarks.rocksdb import RocksDBBenchmark
+from perfsnake.benchmarks.stress_ng import StressNgBenchmark
+from perfsnake.benchmarks.sysbench import SysbenchBenchmark
 
 BUILTINS: dict[str, type[Benchmark]] = {
+    "cyclictest": CyclictestBenchmark,
+    "fio": FioBenchmark,
     "heater": HeaterBenchmark,
+    "kyotocabinet": KyotoCabinetBenchmark,
     "leveldb": LevelDBBenchmark,
     "lmbench": LmbenchBenchmark,
+    "rocksdb": RocksDBBenchmark,
+    "stress_ng": StressNgBenchmark,
+    "sysbench": SysbenchBenchmark,
 }
 
 

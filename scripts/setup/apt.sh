@@ -9,6 +9,9 @@ PACKAGES=(
   linux-perf libgmock-dev libgtest-dev libsnappy-dev
   python3-venv time procps
   numactl strace ltrace valgrind libjemalloc2 libgoogle-perftools4
+  # Workload catalog (issue 24): the system tools and stores benchmarked
+  # through their packaged binaries.
+  stress-ng sysbench fio rt-tests rocksdb-tools kyotocabinet-utils
 )
 # Platforms beyond this machine (issue 7): an sshd for the ssh platform's
 # tests, podman with runc and debootstrap for the container platform, a

@@ -1,0 +1,454 @@
+"""The catalog's packaged workloads (issue 24): stress-ng, sysbench, fio,
+cyclictest. Each: bad variables refused in one line before anything runs, its
+parser on real output captured from the real tool (tests/data/<tool>/, with
+the command that made it), malformed output refused, and its ready campaign
+run end to end through Snakemake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from helpers import ROOT, snakemake, write_campaign
+
+from perfsnake.benchmarks import BUILTINS
+from perfsnake.benchmarks.base import RunContext
+from perfsnake.errors import CampaignError
+
+DATA = Path(__file__).parent / "data"
+
+
+def load(tmp_path: Path, benchmark: str, variables: dict) -> object:
+    from perfsnake.campaign import load_campaign
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"name": "t", "benchmark": benchmark, "variables": variables}))
+    return load_campaign(path)
+
+
+def refused(tmp_path: Path, benchmark: str, variables: dict) -> CampaignError:
+    with pytest.raises(CampaignError) as info:
+        load(tmp_path, benchmark, variables)
+    assert "\n" not in str(info.value)
+    return info.value
+
+
+def data(tool: str, name: str) -> str:
+    return (DATA / tool / name).read_text()
+
+
+def argv(tmp_path: Path, benchmark: str, **params) -> list[str]:
+    bench = BUILTINS[benchmark]({"type": benchmark}, "test")
+    return bench.run_command(RunContext(params=params, build_dir=None, run_dir=tmp_path, duration_s=2))
+
+
+def run_ready_campaign(tmp_path: Path, name: str, **overrides) -> object:
+    """The shipped campaign (with smaller settings), run through the workflow; its CSV."""
+    from perfsnake.results import read_csv
+
+    spec = yaml.safe_load((ROOT / "config" / "campaigns" / f"{name}.yaml").read_text())
+    spec.update(overrides)
+    camp = write_campaign(tmp_path, spec)
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    return read_csv(tmp_path / "results" / spec["name"] / f"{spec['name']}.csv")
+
+
+
+@pytest.mark.parametrize("benchmark,package", [("stress_ng", "stress-ng"), ("sysbench", "sysbench"), ("fio", "fio"),
+                                               ("cyclictest", "rt-tests"), ("rocksdb", "rocksdb-tools"),
+                                               ("kyotocabinet", "kyotocabinet-utils")])  # fmt: skip
+def test_a_missing_tool_names_its_package(tmp_path, monkeypatch, benchmark, package):
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing installed
+    error = refused(tmp_path, benchmark, {})
+    assert error.key == "benchmark" and f"Debian package {package}" in error.problem and "scripts/setup/apt.sh" in error.problem
+
+
+def unparsed(tmp_path: Path) -> list[str]:
+    """Metrics any run of the campaign left unparsed (a metric a test does not have must not be one)."""
+    import json
+
+    return [name for path in (tmp_path / "results").rglob("result.json") for name in json.loads(path.read_text()).get("unparsed", [])]
+
+
+# ---- stress-ng ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"stressor": ["cpuu"]}, "variables.stressor", "did you mean 'cpu'"),
+    ({"stressor": ["cpu"], "method": ["matrixprd"]}, "variables.method", "not a method of cpu"),
+    ({"stressor": ["null"], "method": ["x"]}, "variables.method", "has no methods"),
+    ({"instances": [0]}, "variables.instances", "not a positive integer"),
+])  # fmt: skip
+def test_stress_ng_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "stress_ng", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_stress_ng_command_and_real_output(tmp_path):
+    assert len(load(tmp_path, "stress_ng", {"stressor": ["cpu"], "method": ["", "fft"]}).records) == 2
+    cmd = argv(tmp_path, "stress_ng", stressor="cpu", method="fft", instances=2)
+    assert cmd[:5] == ["stress-ng", "--cpu", "2", "--cpu-method", "fft"]
+    assert cmd[-2:] == ["--yaml", str(tmp_path / "stress-ng.yaml")] and "--metrics-brief" in cmd
+    bench = BUILTINS["stress_ng"]({}, "test")
+    short = RunContext(params={"stressor": "cpu"}, build_dir=None, run_dir=tmp_path, duration_s=0.4)
+    assert bench.run_command(short)[3:5] == ["--timeout", "1s"]  # stress-ng reads "0.4s" as no limit at all
+    bench = BUILTINS["stress_ng"]({}, "test")
+    got = bench.parse("", data("stress_ng", "stderr.txt"), {"stressor": "cpu"})
+    assert got == {"bogo_ops": 90, "bogo_ops_per_s": 85.39, "bogo_ops_per_s_cpu": 429.91,
+                   "real_time_s": 1.05, "usr_time_s": 0.21, "sys_time_s": 0.0}  # fmt: skip
+
+
+def test_stress_ng_refuses_malformed_output():
+    bench = BUILTINS["stress_ng"]({}, "test")
+    with pytest.raises(ValueError, match="no stress-ng --metrics-brief table"):
+        bench.parse("", "stress-ng: info: [1] dispatching hogs: 1 cpu\n", {"stressor": "cpu"})
+    with pytest.raises(ValueError, match="no row for stressor 'vm'"):
+        bench.parse("", data("stress_ng", "stderr.txt"), {"stressor": "vm"})
+
+
+@pytest.mark.e2e
+def test_stress_ng_ready_campaign(tmp_path):
+    frame = run_ready_campaign(tmp_path, "stress_ng", nb_runs=1, duration_s=1)
+    assert len(frame) == 4 and (frame["status"] == "ok").all()
+    assert (frame["bogo_ops"] > 0).all() and (frame["bogo_ops_per_s"] > 0).all()
+    assert unparsed(tmp_path) == []
+    assert len(list((tmp_path / "results").rglob("stress-ng.yaml"))) == 4
+
+
+# ---- sysbench -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"test": ["fileio"]}, "variables.test", "not one of cpu, memory, threads, mutex"),
+    ({"test": ["cpuu"]}, "variables.test", "did you mean 'cpu'"),
+    ({"threads": [0]}, "variables.threads", "not a positive integer"),
+    ({"test": ["memory"], "memory_block_size": ["4 KB"]}, "variables.memory_block_size", "not a size"),
+    ({"test": ["memory"], "memory_oper": ["copy"]}, "variables.memory_oper", "not one of read, write, none"),
+    ({"cpu_max_prime": [1.5]}, "variables.cpu_max_prime", "not a positive integer"),
+])  # fmt: skip
+def test_sysbench_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "sysbench", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_sysbench_commands(tmp_path):
+    assert len(load(tmp_path, "sysbench", {"test": ["cpu", "memory", "threads", "mutex"]}).records) == 4
+    bench = BUILTINS["sysbench"]({}, "test")
+    cmd = argv(tmp_path, "sysbench", **{**bench.run_defaults, "test": "memory", "threads": 2})
+    assert cmd[:4] == ["sysbench", "memory", "--threads=2", "--time=2"] and cmd[-1] == "run"
+    assert "--memory-block-size=1K" in cmd and not any(a.startswith("--cpu-max-prime") for a in cmd)
+    cmd = argv(tmp_path, "sysbench", **{**bench.run_defaults, "test": "cpu", "time_s": 5, "cpu_max_prime": 2000})
+    assert "--time=5" in cmd and "--cpu-max-prime=2000" in cmd and not any(a.startswith("--memory") for a in cmd)
+
+
+def test_sysbench_parses_real_output():
+    bench = BUILTINS["sysbench"]({}, "test")
+    cpu = bench.parse(data("sysbench", "cpu.txt"), "", {"test": "cpu"})
+    assert cpu == {"total_time_s": 1.0024, "total_events": 4171, "latency_min_ms": 0.03, "latency_avg_ms": 0.24,
+                   "latency_max_ms": 28.10, "latency_p95_ms": 0.05, "events_per_s": 4157.22}  # fmt: skip
+    memory = bench.parse(data("sysbench", "memory.txt"), "", {"test": "memory"})
+    assert memory["mib_per_s"] == 1992.73 and memory["total_events"] == 262144
+    assert memory["events_per_s"] == pytest.approx(262144 / 0.5128)
+    threads = bench.parse(data("sysbench", "threads.txt"), "", {"test": "threads"})
+    assert threads["events_per_s"] == pytest.approx(519 / 1.3316) and threads["latency_p95_ms"] == 6.79
+    mutex = bench.parse(data("sysbench", "mutex.txt"), "", {"test": "mutex"})
+    assert mutex["total_events"] == 2 and mutex["latency_max_ms"] == 2.74
+
+
+def test_sysbench_refuses_malformed_output():
+    bench = BUILTINS["sysbench"]({}, "test")
+    with pytest.raises(ValueError, match="no 'General statistics:'"):
+        bench.parse("sysbench 1.0.20\nFATAL: invalid option\n", "", {"test": "cpu"})
+    truncated = data("sysbench", "cpu.txt").split("Latency (ms):")[0]
+    with pytest.raises(ValueError, match="no latency_min_ms line"):
+        bench.parse(truncated, "", {"test": "cpu"})
+    no_mib = "\n".join(line for line in data("sysbench", "memory.txt").splitlines() if "MiB/sec" not in line)
+    with pytest.raises(ValueError, match="no 'MiB transferred'"):
+        bench.parse(no_mib, "", {"test": "memory"})
+
+
+@pytest.mark.e2e
+def test_sysbench_ready_campaign(tmp_path):
+    frame = run_ready_campaign(tmp_path, "sysbench", nb_runs=1)
+    assert len(frame) == 8 and (frame["status"] == "ok").all()
+    assert (frame["events_per_s"] > 0).all() and (frame["total_events"] > 0).all()
+    assert unparsed(tmp_path) == []
+    assert (frame["latency_max_ms"] >= frame["latency_min_ms"]).all()
+    memory = frame[frame["test"] == "memory"]
+    assert (memory["mib_per_s"] > 0).all() and frame[frame["test"] != "memory"]["mib_per_s"].isna().all()
+
+
+# ---- fio ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"rw": ["randomread"]}, "variables.rw", "did you mean 'randread'"),
+    ({"bs": ["4KB"]}, "variables.bs", "not a size"),
+    ({"iodepth": [0]}, "variables.iodepth", "not a positive integer"),
+    ({"ioengine": ["windowsaio"]}, "variables.ioengine", "not one of psync"),
+    ({"direct": [2]}, "variables.direct", "not one of 0, 1"),
+    ({"numjobs": ["two"]}, "variables.numjobs", "not a positive integer"),
+])  # fmt: skip
+def test_fio_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "fio", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_fio_command_works_on_a_file_in_the_run_directory(tmp_path):
+    assert len(load(tmp_path, "fio", {"rw": ["read", "randrw"], "bs": ["4k", "1M"]}).records) == 4
+    bench = BUILTINS["fio"]({}, "test")
+    cmd = argv(tmp_path, "fio", **{**bench.run_defaults, "rw": "randrw", "iodepth": 8, "ioengine": "libaio"})
+    assert cmd[0] == "fio" and f"--filename={tmp_path / 'fio.data'}" in cmd
+    assert {"--rw=randrw", "--iodepth=8", "--ioengine=libaio", "--runtime=2", "--time_based", "--unlink=1",
+            "--output-format=json", "--group_reporting"} <= set(cmd)  # fmt: skip
+
+
+def test_fio_parses_real_output():
+    bench = BUILTINS["fio"]({}, "test")
+    got = bench.parse(data("fio", "randrw.json"), "", {"rw": "randrw"})
+    assert got["read_iops"] == pytest.approx(9826.213592) and got["write_iops"] == pytest.approx(10059.223301)
+    assert got["read_lat_p99_us"] == pytest.approx(3948.544)
+    for direction in ("read", "write"):
+        assert 0 < got[f"{direction}_lat_p50_us"] <= got[f"{direction}_lat_p99_us"]
+        assert got[f"{direction}_bw_kib_s"] > 0 and got[f"{direction}_lat_mean_us"] > 0
+    # A note before the JSON document (fio prints some) does not hide it.
+    assert bench.parse("note: something\n" + data("fio", "randrw.json"), "", {}) == got
+
+
+def test_fio_refuses_malformed_output():
+    import json
+
+    bench = BUILTINS["fio"]({}, "test")
+    with pytest.raises(ValueError, match="no JSON document"):
+        bench.parse("fio: failed parsing rw=sideways\n", "", {})
+    with pytest.raises(json.JSONDecodeError):
+        bench.parse(data("fio", "randrw.json")[:500], "", {})
+    report = json.loads(data("fio", "randrw.json"))
+    report["jobs"][0]["error"] = 5
+    with pytest.raises(ValueError, match="fio job error 5"):
+        bench.parse(json.dumps(report), "", {})
+    for direction in ("read", "write"):
+        report["jobs"][0][direction]["total_ios"] = 0
+    report["jobs"][0]["error"] = 0
+    with pytest.raises(ValueError, match="no completed I/O"):
+        bench.parse(json.dumps(report), "", {})
+
+
+@pytest.mark.e2e
+def test_fio_ready_campaign(tmp_path):
+    frame = run_ready_campaign(tmp_path, "fio", nb_runs=1, duration_s=1, variables={"rw": ["randread", "write"], "bs": ["4k"], "size": ["8M"]})
+    assert len(frame) == 2 and (frame["status"] == "ok").all()
+    reads, writes = frame[frame["rw"] == "randread"].iloc[0], frame[frame["rw"] == "write"].iloc[0]
+    assert reads["read_iops"] > 0 and reads["read_lat_p99_us"] >= reads["read_lat_p50_us"] > 0
+    assert writes["write_iops"] > 0 and writes["write_bw_kib_s"] > 0
+    assert unparsed(tmp_path) == []
+    assert pd.isna(reads["write_iops"]) and pd.isna(writes["read_iops"])  # a direction not exercised has no figures
+    assert not list((tmp_path / "results").rglob("fio.data"))  # the data file is deleted after each run
+
+
+# ---- cyclictest -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"threads": [0]}, "variables.threads", "not a positive integer"),
+    ({"interval_us": [0.5]}, "variables.interval_us", "not a positive integer"),
+    ({"priority": [120]}, "variables.priority", "above SCHED_FIFO's highest priority, 99"),
+    ({"histogram_us": [-1]}, "variables.histogram_us", "not a positive integer"),
+])  # fmt: skip
+def test_cyclictest_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "cyclictest", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_cyclictest_command(tmp_path):
+    bench = BUILTINS["cyclictest"]({}, "test")
+    cmd = argv(tmp_path, "cyclictest", **{**bench.run_defaults, "threads": 2, "duration_s": 5})
+    assert cmd[0] == "cyclictest" and {"--mlockall", "--quiet", "--threads=2", "--duration=5", "--priority=80",
+                                       "--histogram=5000", "--interval=1000"} == set(cmd[1:])  # fmt: skip
+
+
+def test_cyclictest_percentiles_from_its_histogram():
+    from perfsnake.benchmarks.cyclictest import percentile
+
+    buckets = [(1, 50), (2, 40), (3, 9)]  # plus one overflow: 100 samples
+    assert percentile(buckets, 100, 0.5) == 1 and percentile(buckets, 100, 0.9) == 2
+    assert percentile(buckets, 100, 0.99) == 3 and percentile(buckets, 100, 0.999) is None
+
+
+def test_cyclictest_parses_real_output():
+    bench = BUILTINS["cyclictest"]({}, "test")
+    got = bench.parse(data("cyclictest", "hist.txt"), data("cyclictest", "hist.err"), {"priority": 80})
+    # Thread totals 974 and 884 in the histogram, plus 3 and 6 overflows.
+    assert got["samples"] == 974 + 884 + 3 + 6 and got["overflows"] == 9
+    assert got["latency_min_us"] == 7 and got["latency_max_us"] == 75150 and got["rt_priority"] == 80
+    assert got["latency_avg_us"] == pytest.approx((40 * 977 + 128 * 890) / 1867)
+    assert 7 <= got["latency_p50_us"] <= got["latency_p99_us"] < 400
+    assert got["latency_p999_us"] is None  # the slowest 0.5 % overflowed the 400 us histogram
+
+
+def test_cyclictest_without_rt_priority_says_so():
+    bench = BUILTINS["cyclictest"]({}, "test")
+    with pytest.raises(ValueError, match="could not get real-time priority 80: run as root or raise RLIMIT_RTPRIO"):
+        bench.parse("", data("cyclictest", "nort.err"), {"priority": 80})
+
+
+def test_cyclictest_refuses_malformed_output():
+    bench = BUILTINS["cyclictest"]({}, "test")
+    summary_only = "T: 0 ( 1) P:80 I:1000 C:   1000 Min:  7 Act:  9 Avg:  12 Max:  40\n"
+    with pytest.raises(ValueError, match="was it run with -h"):
+        bench.parse(summary_only, "", {})
+    text = data("cyclictest", "hist.txt")
+    with pytest.raises(ValueError, match="no histogram"):
+        bench.parse("\n".join(line for line in text.splitlines() if line.startswith("#")), "", {})
+    with pytest.raises(ValueError, match="1 counts for 2 threads"):
+        bench.parse(text.replace("000007 000005\t000003", "000007 000005"), "", {})
+
+
+@pytest.mark.e2e
+def test_cyclictest_ready_campaign(tmp_path):
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("cyclictest's real-time priority needs root here")
+    frame = run_ready_campaign(tmp_path, "cyclictest", nb_runs=1, duration_s=1)
+    assert len(frame) == 2 and (frame["status"] == "ok").all()
+    assert (frame["samples"] > 0).all() and (frame["latency_p50_us"] > 0).all()
+    assert (frame["latency_max_us"] >= frame["latency_avg_us"]).all() and (frame["latency_avg_us"] >= frame["latency_min_us"]).all()
+    # Under load the p99 may overflow the histogram (then it is empty, never wrong).
+    assert (frame["latency_p99_us"].isna() | (frame["latency_p99_us"] >= frame["latency_p50_us"])).all()
+
+
+@pytest.mark.e2e
+def test_cyclictest_without_rt_priority_is_a_failed_run_with_the_reason(tmp_path, monkeypatch):
+    """The workflow run without CAP_SYS_NICE (as an unprivileged user would be):
+    the run fails, and its result says why."""
+    import json
+    import os
+    import shutil
+
+    import helpers
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to drop CAP_SYS_NICE")
+    # Dropped from the bounding and inheritable sets, so nothing the workflow starts gets it back.
+    wrapper = tmp_path / "snakemake-without-rt"
+    wrapper.write_text(f'#!/bin/sh\nexec setpriv --bounding-set -sys_nice --inh-caps -sys_nice {helpers.SNAKEMAKE} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(helpers, "SNAKEMAKE", str(wrapper))
+    camp = write_campaign(tmp_path, {"name": "nort", "benchmark": "cyclictest", "variables": {"threads": [1]},
+                                     "nb_runs": 1, "duration_s": 1, "timeout_s": 30})  # fmt: skip
+    helpers.snakemake(tmp_path, camp, "--cores", "1", "all")
+    (result,) = [json.loads(p.read_text()) for p in (tmp_path / "results" / "nort").rglob("result.json")]
+    assert result["status"] == "failed"
+    assert any("could not get real-time priority 80" in e for e in result["parse_errors"])
+    assert "Unable to change scheduling policy" in result["stderr_tail"]
+
+
+# ---- RocksDB db_bench -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"bench_name": ["readrandon"]}, "variables.bench_name", "did you mean 'readrandom'"),
+    ({"nb_threads": [0]}, "variables.nb_threads", "not a positive integer"),
+    ({"num": ["many"]}, "variables.num", "not a positive integer"),
+    ({"value_size": [-5]}, "variables.value_size", "not a positive integer"),
+])  # fmt: skip
+def test_rocksdb_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "rocksdb", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_rocksdb_fill_once_and_commands(tmp_path):
+    from perfsnake.benchmarks.base import BuildContext
+
+    bench = BUILTINS["rocksdb"]({}, "test")
+    assert bench.build_variables(["num", "value_size", "nb_threads", "bench_name"]) == ["num", "value_size"]
+    fill = bench.build_script(BuildContext(params={"num": 500, "value_size": 64}, build_dir=tmp_path, src_dir=None, threads=1))
+    assert fill == f"db_bench --benchmarks=fillseq --num=500 --value_size=64 --db={tmp_path / 'db'}"
+    params = {**bench.build_defaults, **bench.run_defaults}
+    ctx = RunContext(params={**params, "nb_threads": 4}, build_dir=tmp_path, run_dir=tmp_path, duration_s=1)
+    cmd = bench.run_command(ctx)
+    assert {"--benchmarks=readrandom", "--threads=4", "--use_existing_db=1", f"--db={tmp_path / 'db'}", "--readonly=1"} <= set(cmd)
+    ctx = RunContext(params={**params, "bench_name": "overwrite"}, build_dir=tmp_path, run_dir=tmp_path, duration_s=1)
+    assert "--readonly=1" not in bench.run_command(ctx)
+
+
+def test_rocksdb_parses_real_output_and_refuses_malformed():
+    bench = BUILTINS["rocksdb"]({}, "test")
+    got = bench.parse(data("rocksdb", "readrandom.txt"), "", {"bench_name": "readrandom"})
+    assert got == {"micros_per_op": 9.975, "ops_per_s": 183027.0, "mb_per_s": 20.2}
+    with pytest.raises(ValueError, match="no 'seekrandom : ... micros/op"):
+        bench.parse(data("rocksdb", "readrandom.txt"), "", {"bench_name": "seekrandom"})
+    with pytest.raises(ValueError, match="micros/op"):
+        bench.parse("Invalid argument: db_bench: unknown benchmark\n", "", {"bench_name": "readrandom"})
+
+
+@pytest.mark.e2e
+def test_rocksdb_ready_campaign_fills_once(tmp_path):
+    frame = run_ready_campaign(tmp_path, "rocksdb", nb_runs=1, variables={"bench_name": ["readrandom", "seekrandom"],
+                                                                          "nb_threads": [1, 2], "reads": [5000]})  # fmt: skip
+    assert len(frame) == 4 and (frame["status"] == "ok").all()
+    assert (frame["ops_per_s"] > 0).all() and (frame["micros_per_op"] > 0).all()
+    assert unparsed(tmp_path) == []
+    assert len(list((tmp_path / "resources" / "builds" / "rocksdb").glob("*/db/CURRENT"))) == 1  # one fill for all runs
+
+
+# ---- Kyoto Cabinet --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"db": ["btree"]}, "variables.db", "not one of cache, hash, tree"),
+    ({"mode": ["queue"]}, "variables.mode", "not one of order, wicked"),
+    ({"nb_threads": [0]}, "variables.nb_threads", "not a positive integer"),
+    ({"rnum": [True]}, "variables.rnum", "not a positive integer"),
+])  # fmt: skip
+def test_kyotocabinet_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "kyotocabinet", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_kyotocabinet_commands(tmp_path):
+    bench = BUILTINS["kyotocabinet"]({}, "test")
+    base = bench.run_defaults
+    assert argv(tmp_path, "kyotocabinet", **{**base, "db": "cache", "nb_threads": 4}) == "kccachetest order -th 4 100000"
+    db = tmp_path / "kc.kct"
+    text = argv(tmp_path, "kyotocabinet", **{**base, "db": "tree", "mode": "wicked", "iterations": 3, "rnum": 10})
+    assert text == f"kctreetest wicked -th 1 -it 3 {db} 10; status=$?; rm -f {db}; exit $status"
+
+
+def test_kyotocabinet_parses_real_output():
+    bench = BUILTINS["kyotocabinet"]({}, "test")
+    got = bench.parse(data("kyotocabinet", "hash_order.txt"), "", {"db": "hash", "nb_threads": 2, "rnum": 20000})
+    assert got["set_ops_per_s"] == pytest.approx(40000 / 0.070) and got["get_ops_per_s"] == pytest.approx(40000 / 0.039)
+    assert got["remove_ops_per_s"] == pytest.approx(40000 / 0.045) and got["time_s"] == pytest.approx(0.154)
+    assert got["ops_per_s"] == pytest.approx(120000 / 0.154)
+    got = bench.parse(data("kyotocabinet", "cache_order.txt"), "", {"db": "cache", "rnum": 20000})
+    assert got["set_ops_per_s"] == pytest.approx(20000 / 0.042)
+    params = {"db": "tree", "mode": "wicked", "nb_threads": 2, "iterations": 2, "rnum": 2000}
+    got = bench.parse(data("kyotocabinet", "tree_wicked.txt"), "", params)
+    assert got["time_s"] == pytest.approx(0.029) and got["ops_per_s"] == pytest.approx(8000 / 0.029)
+    assert "set_ops_per_s" not in got  # not a metric of wicked, so not reported as unparsed
+
+
+def test_kyotocabinet_refuses_malformed_output():
+    bench = BUILTINS["kyotocabinet"]({}, "test")
+    failed = data("kyotocabinet", "hash_order.txt").replace("\nok\n", "\nerror\n\nFAILED: KCRNDSEED=1 PID=2 kchashtest\n", 1)
+    with pytest.raises(ValueError, match="did not end with 'ok'"):
+        bench.parse(failed, "", {"rnum": 20000})
+    with pytest.raises(ValueError, match="1 times in the wicked test's output for 2 iterations"):
+        bench.parse(data("kyotocabinet", "tree_wicked.txt").split("iteration 2:")[0] + "ok\n", "", {"mode": "wicked", "iterations": 2})
+    with pytest.raises(ValueError, match="no setting/getting/removing phases"):
+        bench.parse(data("kyotocabinet", "tree_wicked.txt"), "", {"mode": "order"})
+
+
+@pytest.mark.e2e
+def test_kyotocabinet_ready_campaign(tmp_path):
+    frame = run_ready_campaign(tmp_path, "kyotocabinet", nb_runs=1, variables={"db": ["cache", "tree"], "mode": ["order", "wicked"],
+                                                                               "nb_threads": [2], "rnum": [20000]})  # fmt: skip
+    assert len(frame) == 4 and (frame["status"] == "ok").all()
+    assert (frame["ops_per_s"] > 0).all() and (frame["time_s"] > 0).all()
+    assert unparsed(tmp_path) == []
+    assert (frame[frame["mode"] == "order"]["get_ops_per_s"] > 0).all()
+    assert not list((tmp_path / "results").rglob("kc.kc[ht]"))  # the database files are removed after each run
