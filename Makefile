@@ -52,14 +52,18 @@ slurm: setup
 artifact: setup
 	$(PY) -m perfsnake artifact $(if $(CAMPAIGN),--config campaign=$(CAMPAIGN)) $(if $(OUTPUT),--output $(OUTPUT))
 
+PYTHON_SOURCES := perfsnake tests bench scripts plugins
+
 test: setup
 	$(VENV)/bin/pytest -q -p no:cacheprovider
-	$(SNAKEMAKE) --lint
-	$(VENV)/bin/snakefmt --check workflow/Snakefile rules/
+	$(MAKE) --no-print-directory lint
 
 lint: setup
 	$(SNAKEMAKE) --lint
 	$(VENV)/bin/snakefmt --check workflow/Snakefile rules/
+	$(VENV)/bin/ruff check $(PYTHON_SOURCES)
+	$(VENV)/bin/ruff format --check $(PYTHON_SOURCES)
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf results .snakemake report.html

@@ -127,6 +127,26 @@ def plot(campaign: str, name: str, ext: str) -> str:
     return f"{RESULTS}/{campaign}/plots/{name}.{ext}"
 
 
+#: The report's HTML pages of a campaign (rules/report.smk), besides the optional
+#: overhead and flame-graph pages.
+PAGES = ("landing", "machine", "summary", "comparisons", "significant")
+
+
+def page(campaign: str, name: str) -> str:
+    return f"{RESULTS}/{campaign}/report/{name}.html"
+
+
+def table_files(campaign: str) -> list[str]:
+    """The tables to paste: summary.md, .tex (booktabs) and .org."""
+    return [f"{RESULTS}/{campaign}/summary.{ext}" for ext in ("md", "tex", "org")]
+
+
+def report_targets(campaign: str, overhead: bool, flamegraphs: bool) -> list[str]:
+    """The tables to paste and the report's pages of one campaign."""
+    names = [*PAGES, *(["overhead"] if overhead else []), *(["flamegraphs"] if flamegraphs else [])]
+    return [*table_files(campaign), *(page(campaign, n) for n in names)]
+
+
 def precision_round(campaign: str, round_number: int | str) -> str:
     return f"{RESULTS}/{campaign}/precision/round-{round_number}.json"
 

@@ -18,7 +18,6 @@ from perfsnake import hostlock, layout
 from perfsnake.benchmarks.base import Benchmark, source_key
 from perfsnake.campaign import Campaign, load_campaigns, schema_error
 from perfsnake.errors import CampaignError
-from perfsnake.stages.tables import report_targets
 
 
 @dataclass(frozen=True)
@@ -107,7 +106,7 @@ class CampaignIndex:
             targets.append(layout.overhead(name))
         for plot in c.plots:
             targets += [layout.plot(name, plot["name"], ext) for ext in ("svg", "png", "pdf")]
-        targets += report_targets(
+        targets += layout.report_targets(
             name, bool(self.controls(name)), any(t.endswith(".svg") for t in self.instrument_targets(name))
         )
         return targets

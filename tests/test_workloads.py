@@ -55,21 +55,28 @@ def run_ready_campaign(tmp_path: Path, name: str, **overrides) -> object:
     return read_csv(tmp_path / "results" / spec["name"] / f"{spec['name']}.csv")
 
 
-
 @pytest.mark.parametrize("benchmark,package", [("stress_ng", "stress-ng"), ("sysbench", "sysbench"), ("fio", "fio"),
                                                ("cyclictest", "rt-tests"), ("rocksdb", "rocksdb-tools"),
                                                ("kyotocabinet", "kyotocabinet-utils")])  # fmt: skip
 def test_a_missing_tool_names_its_package(tmp_path, monkeypatch, benchmark, package):
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing installed
     error = refused(tmp_path, benchmark, {})
-    assert error.key == "benchmark" and f"Debian package {package}" in error.problem and "scripts/setup/apt.sh" in error.problem
+    assert (
+        error.key == "benchmark"
+        and f"Debian package {package}" in error.problem
+        and "scripts/setup/apt.sh" in error.problem
+    )
 
 
 def unparsed(tmp_path: Path) -> list[str]:
     """Metrics any run of the campaign left unparsed (a metric a test does not have must not be one)."""
     import json
 
-    return [name for path in (tmp_path / "results").rglob("result.json") for name in json.loads(path.read_text()).get("unparsed", [])]
+    return [
+        name
+        for path in (tmp_path / "results").rglob("result.json")
+        for name in json.loads(path.read_text()).get("unparsed", [])
+    ]
 
 
 # ---- stress-ng ------------------------------------------------------------------------------
@@ -238,7 +245,9 @@ def test_fio_refuses_malformed_output():
 
 @pytest.mark.e2e
 def test_fio_ready_campaign(tmp_path):
-    frame = run_ready_campaign(tmp_path, "fio", nb_runs=1, duration_s=1, variables={"rw": ["randread", "write"], "bs": ["4k"], "size": ["8M"]})
+    frame = run_ready_campaign(
+        tmp_path, "fio", nb_runs=1, duration_s=1, variables={"rw": ["randread", "write"], "bs": ["4k"], "size": ["8M"]}
+    )
     assert len(frame) == 2 and (frame["status"] == "ok").all()
     reads, writes = frame[frame["rw"] == "randread"].iloc[0], frame[frame["rw"] == "write"].iloc[0]
     assert reads["read_iops"] > 0 and reads["read_lat_p99_us"] >= reads["read_lat_p50_us"] > 0
@@ -315,7 +324,9 @@ def test_cyclictest_ready_campaign(tmp_path):
     frame = run_ready_campaign(tmp_path, "cyclictest", nb_runs=1, duration_s=1)
     assert len(frame) == 2 and (frame["status"] == "ok").all()
     assert (frame["samples"] > 0).all() and (frame["latency_p50_us"] > 0).all()
-    assert (frame["latency_max_us"] >= frame["latency_avg_us"]).all() and (frame["latency_avg_us"] >= frame["latency_min_us"]).all()
+    assert (frame["latency_max_us"] >= frame["latency_avg_us"]).all() and (
+        frame["latency_avg_us"] >= frame["latency_min_us"]
+    ).all()
     # Under load the p99 may overflow the histogram (then it is empty, never wrong).
     assert (frame["latency_p99_us"].isna() | (frame["latency_p99_us"] >= frame["latency_p50_us"])).all()
 
@@ -334,7 +345,9 @@ def test_cyclictest_without_rt_priority_is_a_failed_run_with_the_reason(tmp_path
         pytest.skip("needs root and setpriv to drop CAP_SYS_NICE")
     # Dropped from the bounding and inheritable sets, so nothing the workflow starts gets it back.
     wrapper = tmp_path / "snakemake-without-rt"
-    wrapper.write_text(f'#!/bin/sh\nexec setpriv --bounding-set -sys_nice --inh-caps -sys_nice {helpers.SNAKEMAKE} "$@"\n')
+    wrapper.write_text(
+        f'#!/bin/sh\nexec setpriv --bounding-set -sys_nice --inh-caps -sys_nice {helpers.SNAKEMAKE} "$@"\n'
+    )
     wrapper.chmod(0o755)
     monkeypatch.setattr(helpers, "SNAKEMAKE", str(wrapper))
     camp = write_campaign(tmp_path, {"name": "nort", "benchmark": "cyclictest", "variables": {"threads": [1]},
@@ -365,12 +378,20 @@ def test_rocksdb_fill_once_and_commands(tmp_path):
 
     bench = BUILTINS["rocksdb"]({}, "test")
     assert bench.build_variables(["num", "value_size", "nb_threads", "bench_name"]) == ["num", "value_size"]
-    fill = bench.build_script(BuildContext(params={"num": 500, "value_size": 64}, build_dir=tmp_path, src_dir=None, threads=1))
+    fill = bench.build_script(
+        BuildContext(params={"num": 500, "value_size": 64}, build_dir=tmp_path, src_dir=None, threads=1)
+    )
     assert fill == f"db_bench --benchmarks=fillseq --num=500 --value_size=64 --db={tmp_path / 'db'}"
     params = {**bench.build_defaults, **bench.run_defaults}
     ctx = RunContext(params={**params, "nb_threads": 4}, build_dir=tmp_path, run_dir=tmp_path, duration_s=1)
     cmd = bench.run_command(ctx)
-    assert {"--benchmarks=readrandom", "--threads=4", "--use_existing_db=1", f"--db={tmp_path / 'db'}", "--readonly=1"} <= set(cmd)
+    assert {
+        "--benchmarks=readrandom",
+        "--threads=4",
+        "--use_existing_db=1",
+        f"--db={tmp_path / 'db'}",
+        "--readonly=1",
+    } <= set(cmd)
     ctx = RunContext(params={**params, "bench_name": "overwrite"}, build_dir=tmp_path, run_dir=tmp_path, duration_s=1)
     assert "--readonly=1" not in bench.run_command(ctx)
 
@@ -412,7 +433,9 @@ def test_kyotocabinet_refuses_bad_variables(tmp_path, variables, key, problem):
 def test_kyotocabinet_commands(tmp_path):
     bench = BUILTINS["kyotocabinet"]({}, "test")
     base = bench.run_defaults
-    assert argv(tmp_path, "kyotocabinet", **{**base, "db": "cache", "nb_threads": 4}) == "kccachetest order -th 4 100000"
+    assert (
+        argv(tmp_path, "kyotocabinet", **{**base, "db": "cache", "nb_threads": 4}) == "kccachetest order -th 4 100000"
+    )
     db = tmp_path / "kc.kct"
     text = argv(tmp_path, "kyotocabinet", **{**base, "db": "tree", "mode": "wicked", "iterations": 3, "rnum": 10})
     assert text == f"kctreetest wicked -th 1 -it 3 {db} 10; status=$?; rm -f {db}; exit $status"
@@ -434,11 +457,17 @@ def test_kyotocabinet_parses_real_output():
 
 def test_kyotocabinet_refuses_malformed_output():
     bench = BUILTINS["kyotocabinet"]({}, "test")
-    failed = data("kyotocabinet", "hash_order.txt").replace("\nok\n", "\nerror\n\nFAILED: KCRNDSEED=1 PID=2 kchashtest\n", 1)
+    failed = data("kyotocabinet", "hash_order.txt").replace(
+        "\nok\n", "\nerror\n\nFAILED: KCRNDSEED=1 PID=2 kchashtest\n", 1
+    )
     with pytest.raises(ValueError, match="did not end with 'ok'"):
         bench.parse(failed, "", {"rnum": 20000})
     with pytest.raises(ValueError, match="1 times in the wicked test's output for 2 iterations"):
-        bench.parse(data("kyotocabinet", "tree_wicked.txt").split("iteration 2:")[0] + "ok\n", "", {"mode": "wicked", "iterations": 2})
+        bench.parse(
+            data("kyotocabinet", "tree_wicked.txt").split("iteration 2:")[0] + "ok\n",
+            "",
+            {"mode": "wicked", "iterations": 2},
+        )
     with pytest.raises(ValueError, match="no setting/getting/removing phases"):
         bench.parse(data("kyotocabinet", "tree_wicked.txt"), "", {"mode": "order"})
 

@@ -51,11 +51,21 @@ class CyclictestBenchmark(PackagedTool):
     package = "rt-tests"
     run_defaults = {"threads": 1, "interval_us": 1000, "priority": 80, "histogram_us": 5000}
     kinds = {"threads": "int", "interval_us": "int", "duration_s": "int", "priority": "int", "histogram_us": "int"}
-    metrics = ("latency_min_us", "latency_avg_us", "latency_max_us", *PERCENTILES, "samples", "overflows", "rt_priority")
+    metrics = (
+        "latency_min_us",
+        "latency_avg_us",
+        "latency_max_us",
+        *PERCENTILES,
+        "samples",
+        "overflows",
+        "rt_priority",
+    )
 
     def check_record(self, p: Mapping[str, object]) -> None:
         if p["priority"] > 99:  # type: ignore[operator]
-            raise self.fail("variables.priority", f"{value_text(p['priority'])} is above SCHED_FIFO's highest priority, 99")
+            raise self.fail(
+                "variables.priority", f"{value_text(p['priority'])} is above SCHED_FIFO's highest priority, 99"
+            )
 
     def run_command(self, ctx: RunContext) -> list[str]:
         p = self.params(ctx.params)
@@ -69,7 +79,9 @@ class CyclictestBenchmark(PackagedTool):
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
         if _NO_RT in stderr:
             prio = value_text(params.get("priority", self.run_defaults["priority"]))
-            raise ValueError(f"cyclictest could not get real-time priority {prio}: run as root or raise RLIMIT_RTPRIO (ulimit -r)")
+            raise ValueError(
+                f"cyclictest could not get real-time priority {prio}: run as root or raise RLIMIT_RTPRIO (ulimit -r)"
+            )
         summary: dict[str, list[int]] = {}
         for key, pattern in _SUMMARY.items():
             match = pattern.search(stdout)
@@ -98,5 +110,7 @@ class CyclictestBenchmark(PackagedTool):
         }
         for name, q in PERCENTILES.items():
             out[name] = percentile(buckets, samples, q)
-        out.update(samples=samples, overflows=overflows, rt_priority=params.get("priority", self.run_defaults["priority"]))
+        out.update(
+            samples=samples, overflows=overflows, rt_priority=params.get("priority", self.run_defaults["priority"])
+        )
         return out

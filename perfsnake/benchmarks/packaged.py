@@ -45,7 +45,10 @@ class PackagedTool(Benchmark):
         """The tool's path; a one-line error when the package is missing."""
         found = shutil.which(self.executable)
         if found is None:
-            raise self.fail("benchmark", f"{self.executable} is not installed (Debian package {self.package}; run: bash scripts/setup/apt.sh)")
+            raise self.fail(
+                "benchmark",
+                f"{self.executable} is not installed (Debian package {self.package}; run: bash scripts/setup/apt.sh)",
+            )
         return found
 
     def params(self, record: Mapping[str, object], duration_s: float | None = None) -> dict[str, object]:
@@ -65,7 +68,10 @@ class PackagedTool(Benchmark):
         text = value_text(value)
         if isinstance(kind, tuple):
             if value not in kind:
-                raise self.fail(f"variables.{var}", f"{text!r} is not one of {', '.join(map(str, kind))}{did_you_mean(text, list(kind))}")
+                raise self.fail(
+                    f"variables.{var}",
+                    f"{text!r} is not one of {', '.join(map(str, kind))}{did_you_mean(text, list(kind))}",
+                )
         elif kind == "int" and not positive_int(value):
             raise self.fail(f"variables.{var}", f"{text!r} is not a positive integer")
         elif kind == "int0" and not non_negative_int(value):
@@ -73,7 +79,9 @@ class PackagedTool(Benchmark):
         elif kind == "number" and not positive_number(value):
             raise self.fail(f"variables.{var}", f"{text!r} is not a positive number")
         elif kind == "size" and (isinstance(value, bool) or not SIZE.match(text)):
-            raise self.fail(f"variables.{var}", f"{text!r} is not a size (a number with an optional k, m or g suffix, e.g. 4k)")
+            raise self.fail(
+                f"variables.{var}", f"{text!r} is not a size (a number with an optional k, m or g suffix, e.g. 4k)"
+            )
 
     def check_record(self, p: Mapping[str, object]) -> None:
         """Checks across variables (override)."""

@@ -54,7 +54,10 @@ class StressNgBenchmark(PackagedTool):
         stressor = value_text(p["stressor"])
         stressors = _words(binary, "--stressors")
         if stressor not in stressors:
-            raise self.fail("variables.stressor", f"{stressor!r} is not a stressor of this stress-ng{did_you_mean(stressor, list(stressors))}")
+            raise self.fail(
+                "variables.stressor",
+                f"{stressor!r} is not a stressor of this stress-ng{did_you_mean(stressor, list(stressors))}",
+            )
         method = value_text(p["method"])
         if not method:
             return
@@ -62,7 +65,9 @@ class StressNgBenchmark(PackagedTool):
         if not methods:
             raise self.fail("variables.method", f"stressor {stressor!r} has no methods (leave method empty)")
         if method not in methods:
-            raise self.fail("variables.method", f"{method!r} is not a method of {stressor}{did_you_mean(method, list(methods))}")
+            raise self.fail(
+                "variables.method", f"{method!r} is not a method of {stressor}{did_you_mean(method, list(methods))}"
+            )
 
     def run_command(self, ctx: RunContext) -> list[str]:
         p = self.params(ctx.params)

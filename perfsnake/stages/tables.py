@@ -302,7 +302,7 @@ def plot_caption(campaign: object, plot: Mapping[str, object]) -> str:
 
 
 # ---- report pages ------------------------------------------------------------
-PAGES = ("landing", "machine", "summary", "comparisons", "significant")
+
 MACHINE_KEYS = (
     "hostname", "cpu_model", "online_cpus", "smt", "numa_nodes", "memory", "uname", "os_release", "cpufreq_governor",
     "perf_event_paranoid", "compiler", "python", "snakemake", "pandas", "perfsnake_commit", "perfsnake_tree", "platform",
@@ -316,20 +316,6 @@ COUNT_KEYS = (
     "total_benchmark_time_s",
     "utc_time",
 )
-
-
-def page(campaign: str, name: str) -> str:
-    return f"results/{campaign}/report/{name}.html"
-
-
-def table_files(campaign: str) -> list[str]:
-    return [f"results/{campaign}/summary.{ext}" for ext in ("md", "tex", "org")]
-
-
-def report_targets(campaign: str, overhead: bool, flamegraphs: bool) -> list[str]:
-    """The tables to paste and the report's pages of one campaign."""
-    names = [*PAGES, *(["overhead"] if overhead else []), *(["flamegraphs"] if flamegraphs else [])]
-    return [*table_files(campaign), *(page(campaign, n) for n in names)]
 
 
 def _rows_table(pairs: Sequence[tuple[str, object]]) -> str:
