@@ -205,3 +205,38 @@ def test_a_server_daemon_on_a_free_port_is_ready_before_the_benchmark(tmp_path):
     status = statuses(tmp_path, "hooks")["x-1/run-1"]
     assert status["status"] == "ok", (tmp_path / "results/hooks/runs/x-1/run-1/stderr.txt").read_text()
     assert "aborted by signal" not in proc.stdout + proc.stderr  # a normal teardown says nothing alarming
+
+
+def test_a_daemon_that_dies_during_the_run_ends_it_at_once(tmp_path):
+    daemon = {
+        "type": "daemon",
+        "name": "srv",
+        "command": "touch {run_dir}/up; sleep 1; exit 3",
+        "ready": {"file": "{run_dir}/up", "timeout_s": 30},
+    }
+    camp = write_campaign(tmp_path, _hooked([daemon], command="sleep 60; echo value=1", timeout_s=120))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    status = statuses(tmp_path, "hooks")["x-1/run-1"]
+    assert (
+        status["status"] == "hook_failed" and status["reason"] == "the srv daemon exited with status 3 during the run"
+    )
+    assert "HOOK_FAILED: the srv daemon exited with status 3 during the run" in proc.stderr
+    # Ended by the daemon's death, long before the benchmark's 60 s.
+    assert _processes_under(tmp_path, "sleep 60") == []
+
+
+def _processes_under(directory, needle):
+    import os
+    from pathlib import Path
+
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                cwd = os.readlink(entry / "cwd")
+            except OSError:
+                continue
+            if needle in cmdline and cwd.startswith(str(directory)):
+                found.append(int(entry.name))
+    return found

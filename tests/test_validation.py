@@ -21,6 +21,8 @@ CASES = [
      "wrappers[0]: reads the variable 'cpu_list', which the campaign does not define (did you mean 'cpu_lst'?)"),
     ({"benchmark": "heater", "variables": {"alloc": ["jemalloc"]}, "shared_libs": ["allocator"]},
      "shared_libs[0]: reads the variable 'allocator', which the campaign does not define"),
+    ({"benchmark": {"type": "command", "command": "run --threads {thread}"}, "variables": {"threads": [1]}},
+     "benchmark.command: unknown placeholder {thread} (did you mean 'threads'?)"),
     ({"benchmark": "heater", "wrappers": [{"type": "perf_stat", "events": ["task-clock", "cyles"]}]},
      "wrappers[0].events: perf does not know the event 'cyles' on this machine (did you mean 'cycles'?)"),
 ]  # fmt: skip

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, search_metric
 from perfsnake.documents import metrics_from
+from perfsnake.errors import did_you_mean
 from perfsnake.template import placeholders, render
 
 RUN_BUILTINS = {"build_dir", "run_dir", "duration_s", "src_dir", "free_port"}
@@ -100,7 +101,8 @@ class CommandBenchmark(Benchmark):
             raise self.fail(key, str(exc)) from None
         unknown = sorted(used - allowed)
         if unknown:
-            raise self.fail(key, f"unknown placeholder {{{unknown[0]}}} (known: {', '.join(sorted(allowed))})")
+            hint = did_you_mean(unknown[0], sorted(allowed))
+            raise self.fail(key, f"unknown placeholder {{{unknown[0]}}}{hint} (known: {', '.join(sorted(allowed))})")
 
     def needs_build(self) -> bool:
         return self.build is not None or self.source is not None

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from perfsnake import safefile
+from perfsnake.errors import did_you_mean
 from perfsnake.escape import value_text
 from perfsnake.hostlock import launcher_args
 from perfsnake.instruments.base import Context, Instrument, text
@@ -54,7 +55,8 @@ def _check_template(hook: Hook, template: object, variables: list[str], field: s
     known = set(variables) | {"run_dir", "free_port"}
     unknown = sorted(used - known)
     if unknown:
-        raise hook.fail(f"unknown placeholder {{{unknown[0]}}} (known: {', '.join(sorted(known))})", field)
+        hint = did_you_mean(unknown[0], sorted(known))
+        raise hook.fail(f"unknown placeholder {{{unknown[0]}}}{hint} (known: {', '.join(sorted(known))})", field)
     return template
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import socket
 import sys
 import threading
@@ -160,7 +161,17 @@ def _execute_locked(
                     print(progress.start_line(campaign, label), file=sys.stderr, flush=True)
                 write_hook_failed(run_dir, str(state["failed"]))
                 return 0
-        return _launch(launch, run_dir, script, timeout_s, progress, campaign, label)
+        watcher = DaemonWatcher(run_dir, [(hook, state) for hook, state in started if state.get("_proc")])
+        with watcher:
+            try:
+                return _launch(launch, run_dir, script, timeout_s, progress, campaign, label)
+            except RuntimeError:
+                if watcher.died is None:
+                    raise
+        # A daemon the run depends on died while it ran: the launcher was
+        # stopped, and the run is data with the reason.
+        write_hook_failed(run_dir, watcher.died)
+        return 0
     finally:
         for hook, state in reversed(started):
             done = hook.teardown(ctx, state)  # type: ignore[attr-defined]
@@ -169,6 +180,57 @@ def _execute_locked(
         for hook in post:
             report.append(_hook_entry(hook, "post", hook.apply(ctx, "post")))
         safefile.write_text(run_dir / HOOKS_FILE, json.dumps(report, indent=1, default=str) + "\n")
+
+
+class DaemonWatcher:
+    """Watches the run's daemons while the benchmark runs; when one exits, it
+    stops the benchmark's launcher at once (SIGTERM: the launcher then stops
+    every process of the run), instead of letting the benchmark run against
+    nothing until its timeout."""
+
+    def __init__(self, run_dir: Path, daemons: list[tuple[object, dict[str, object]]]) -> None:
+        self.run_dir = run_dir
+        self.daemons = daemons
+        self.died: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> DaemonWatcher:
+        if self.daemons:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.05):
+            for hook, state in self.daemons:
+                if state["_proc"].poll() is not None:  # type: ignore[attr-defined]
+                    name = getattr(hook, "spec", {}).get("name", "daemon")
+                    self.died = f"the {name} daemon exited with status {self._exit_code(name)} during the run"
+                    self._stop_launcher()
+                    return
+
+    def _exit_code(self, name: str) -> object:
+        """The daemon's own exit status, as its launcher recorded it."""
+        try:
+            return json.loads((self.run_dir / f"daemon-{name}" / STATUS_FILE).read_text()).get("exit_code")
+        except (OSError, ValueError):
+            return "unknown"
+
+    def _stop_launcher(self) -> None:
+        """SIGTERM to this run's launcher, found from its state file (and only
+        if that process really is a psrun of this machine)."""
+        try:
+            lines = (self.run_dir / ".psrun.state").read_text().splitlines()
+            pid = int(next(line.split()[1] for line in lines if line.startswith("pid ")))
+            if b"psrun" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGTERM)
+        except (OSError, ValueError, StopIteration):
+            pass
 
 
 def write_hook_failed(run_dir: Path, reason: str) -> None:
