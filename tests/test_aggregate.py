@@ -4,7 +4,8 @@ import json
 
 import pandas as pd
 
-from perfsnake.stages.aggregate import aggregate, read_csv, read_metadata, rows_of
+from perfsnake.results import read_csv, read_metadata
+from perfsnake.stages.aggregate import aggregate, rows_of
 
 
 def result(run, metrics, status="ok", start=0.0, **variables):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, SNAKEMAKE, jobs_run, mtimes, snakemake, statuses, write_campaign
 
-from perfsnake.stages.aggregate import read_csv
+from perfsnake.results import read_csv
 
 pytestmark = pytest.mark.e2e
 
