@@ -16,15 +16,17 @@ sm = snakemake  # noqa: F821
 def main() -> None:
     info = json.loads(sm.params.campaign)
     name = info["name"]
-    if sm.rule == "summary_tables":
+    # Dispatch on the outputs, not on the rule's name, which a Snakemake
+    # module may prefix (`use rule * from perfsnake as ps_*`).
+    if hasattr(sm.output, "md"):
         tables.write_summary_tables(
             Path(sm.input.summary), info, Path(sm.output.md), Path(sm.output.tex), Path(sm.output.org)
         )
-    elif sm.rule == "report_pages":
+    elif hasattr(sm.output, "landing"):
         out = {k: Path(getattr(sm.output, k)) for k in ("landing", "machine", "summary", "comparisons", "significant")}
         tables.write_pages(info, sm.params.description, Path(sm.input.rows), Path(sm.input.summary), Path(sm.input.comparisons),
                            Path(sm.input.significant), [Path(t) for t in sm.input.tables], out)  # fmt: skip
-    elif sm.rule == "overhead_page":
+    elif hasattr(sm.output, "overhead"):
         tables.csv_html(Path(sm.input.overhead), Path(sm.output.overhead), f"{name}: instrument overhead")
     else:
         tables.write_flamegraph_page(
