@@ -77,3 +77,21 @@ def jobs_run(proc: subprocess.CompletedProcess, rule: str) -> int:
 
 def env_without_snakemake() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE")}
+
+
+def processes_under(directory: Path, needle: str) -> list[int]:
+    """PIDs whose command line contains `needle` and whose working directory is
+    under `directory`: only a test's own processes, since other test runs may
+    share the machine."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if needle in cmdline and cwd.startswith(str(directory)):
+            found.append(int(proc.name))
+    return found

@@ -5,7 +5,7 @@ the CSV."""
 from __future__ import annotations
 
 import pytest
-from helpers import jobs_run, snakemake, statuses, write_campaign
+from helpers import jobs_run, processes_under, snakemake, statuses, write_campaign
 
 from perfsnake.results import read_results
 
@@ -222,21 +222,4 @@ def test_a_daemon_that_dies_during_the_run_ends_it_at_once(tmp_path):
     )
     assert "HOOK_FAILED: the srv daemon exited with status 3 during the run" in proc.stderr
     # Ended by the daemon's death, long before the benchmark's 60 s.
-    assert _processes_under(tmp_path, "sleep 60") == []
-
-
-def _processes_under(directory, needle):
-    import os
-    from pathlib import Path
-
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                cwd = os.readlink(entry / "cwd")
-            except OSError:
-                continue
-            if needle in cmdline and cwd.startswith(str(directory)):
-                found.append(int(entry.name))
-    return found
+    assert processes_under(tmp_path, "sleep 60") == []

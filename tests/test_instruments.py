@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import snakemake, write_campaign
+from helpers import processes_under, snakemake, write_campaign
 
 from perfsnake.campaign import load_campaign
 from perfsnake.errors import CampaignError
@@ -178,22 +178,6 @@ def _alive(pid):
 
 
 @pytest.mark.e2e
-def _processes_under(directory: Path, needle: str) -> list[int]:
-    """PIDs whose command line contains `needle` and whose working directory is under `directory`."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            cwd = os.readlink(proc / "cwd")
-        except OSError:
-            continue
-        if needle in cmdline and cwd.startswith(str(directory)):
-            found.append(int(proc.name))
-    return found
-
-
 def test_daemon_never_outlives_its_run(tmp_path):
     daemon = {
         "type": "daemon",
@@ -223,7 +207,7 @@ def test_daemon_never_outlives_its_run(tmp_path):
         assert [h["phase"] for h in hooks] == ["pre", "teardown", "post"]
         assert hooks[1]["stopped"] is True
     # Only this test's processes: other test runs may share the machine.
-    assert _processes_under(tmp_path, "sleep 300") == []
+    assert processes_under(tmp_path, "sleep 300") == []
 
 
 @pytest.mark.e2e

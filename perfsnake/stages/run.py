@@ -157,8 +157,7 @@ def _execute_locked(
             if state.get("failed"):
                 # The benchmark would run against nothing until its timeout:
                 # the run ends here, recorded as data with the hook's reason.
-                if progress is not None:
-                    print(progress.start_line(campaign, label), file=sys.stderr, flush=True)
+                _announce(progress, campaign, label)
                 write_hook_failed(run_dir, str(state["failed"]))
                 return 0
         watcher = DaemonWatcher(run_dir, [(hook, state) for hook, state in started if state.get("_proc")])
@@ -249,6 +248,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _announce(progress: Progress | None, campaign: str, label: str) -> None:
+    """The progress line `run k/N <record> (ETA ...)` as a run starts."""
+    if progress is not None:
+        print(progress.start_line(campaign, label), file=sys.stderr, flush=True)
+
+
 def _launch(
     launch: Launch,
     run_dir: Path,
@@ -258,8 +263,7 @@ def _launch(
     campaign: str,
     label: str,
 ) -> int:
-    if progress is not None:
-        print(progress.start_line(campaign, label), file=sys.stderr, flush=True)
+    _announce(progress, campaign, label)
     started = time.monotonic()
     code = launch(run_dir, script, timeout_s)
     if progress is not None:
