@@ -376,7 +376,7 @@ def _check_names(order: list[str], metrics: list[str], origin: str) -> None:
             raise CampaignError(origin, f"benchmark.metrics.{metric}", "clashes with a variable or a reserved column")
 
 
-def _check_plots(
+def check_plots(
     plots: list[dict], order: list[str], metrics: list[str], origin: str, recs: list[dict] | None = None
 ) -> list[dict]:
     """Plot entries with their names; every axis names a variable or metric,
@@ -519,7 +519,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     platform = make_platform(data["platform"], order, origin)
     platform.check(instruments, origin)
     derived = _derived(data["derived"], order, [*benchmark.metrics, *instruments.declared_metrics()], origin)
-    plots = _check_plots(
+    plots = check_plots(
         data["plots"], order, [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin, recs
     )
     for var in data["statistics"].get("baseline") or {}:

@@ -38,6 +38,7 @@ WILDCARDS = {
     "bkey": BKEY_RE,
     "source": SOURCE_RE,
     "plot": PLOT_RE,
+    "figure": PLOT_RE,
 }
 
 
@@ -130,6 +131,11 @@ def plot(campaign: str, name: str, ext: str) -> str:
 #: The report's HTML pages of a campaign (rules/report.smk), besides the optional
 #: overhead and flame-graph pages.
 PAGES = ("landing", "machine", "summary", "comparisons", "significant")
+
+
+def figure(name: str, ext: str) -> str:
+    """A figure drawn over several campaigns (the configuration's `figures:`)."""
+    return f"{RESULTS}/figures/{name}.{ext}"
 
 
 def page(campaign: str, name: str) -> str:

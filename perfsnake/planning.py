@@ -18,6 +18,7 @@ from perfsnake import hostlock, layout
 from perfsnake.benchmarks.base import Benchmark, source_key
 from perfsnake.campaign import Campaign, load_campaigns, schema_error
 from perfsnake.errors import CampaignError
+from perfsnake.figures import Figure, figure_info, parse_figures
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class CampaignIndex:
 
     campaigns: dict[str, Campaign]
     flamegraph_dir: str | None = None
+    figures: dict[str, Figure] = field(default_factory=dict)
     builds: dict[tuple[str, str], BuildEntry] = field(default_factory=dict)
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
     #: campaign -> record path -> builds and tools its runs need (instruments included)
@@ -120,7 +122,12 @@ class CampaignIndex:
         return targets
 
     def all_targets(self) -> list[str]:
-        return [t for name in self.campaigns for t in (*self.campaign_targets(name), *self.instrument_targets(name))]
+        targets = [t for name in self.campaigns for t in (*self.campaign_targets(name), *self.instrument_targets(name))]
+        return targets + [layout.figure(f, ext) for f in self.figures for ext in ("svg", "png", "pdf")]
+
+    def figure_rows(self, figure: str) -> list[str]:
+        """The rows files a figure over several campaigns reads, in its campaigns' order."""
+        return [layout.rows_json(name) for name in self.figures[figure].campaigns]
 
     # ---- runs -----------------------------------------------------------------
     def first_plan(self, name: str) -> dict[str, list[int]]:
@@ -259,6 +266,12 @@ class CampaignIndex:
                 return json.dumps(p, sort_keys=True)
         raise KeyError(plot)
 
+    def figure_spec(self, figure: str) -> str:
+        """Parameters of a figure over several campaigns (a params value: edits redraw it)."""
+        f = self.figures[figure]
+        info = figure_info(f, self.campaigns)
+        return json.dumps({"campaigns": f.campaigns, "spec": f.spec, "info": info}, sort_keys=True)
+
 
 def campaign_files(config: dict) -> list[str]:
     error = schema_error(config, "config.schema.yaml", "config")
@@ -273,9 +286,10 @@ def campaign_files(config: dict) -> list[str]:
 
 
 def index_from_config(config: dict) -> CampaignIndex:
-    campaigns = load_campaigns(campaign_files(config))
+    campaigns = {c.name: c for c in load_campaigns(campaign_files(config))}
     hostlock.configure(config.get("host_lock"))
-    return CampaignIndex({c.name: c for c in campaigns}, config.get("flamegraph_dir"))
+    figures = {f.name: f for f in parse_figures(config.get("figures") or [], campaigns)}
+    return CampaignIndex(campaigns, config.get("flamegraph_dir"), figures)
 
 
 def campaign_info(c: Campaign) -> dict[str, object]:

@@ -160,6 +160,14 @@ def plot_spec(wildcards):
     return INDEX.plot_spec(wildcards.campaign, wildcards.plot)
 
 
+def figure_rows(wildcards):
+    return INDEX.figure_rows(wildcards.figure)
+
+
+def figure_spec(wildcards):
+    return INDEX.figure_spec(wildcards.figure)
+
+
 def flame_tool(which):
     return profile_stage.flame_tool(INDEX, which)
 

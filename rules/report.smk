@@ -38,6 +38,33 @@ rule plot:
         "../scripts/plot.py"
 
 
+# A figure over several campaigns (the configuration's `figures:`), e.g. one
+# lock sweep faceted by store.
+rule figure:
+    input:
+        rows=figure_rows,
+        code=layout.package_code("stages/report.py", "stats.py"),
+    output:
+        svg=report(
+            "results/figures/{figure}.svg",
+            caption="../workflow/report/figure.rst",
+            category="figures",
+            labels={"figure": "{figure}"},
+        ),
+        png="results/figures/{figure}.png",
+        pdf="results/figures/{figure}.pdf",
+    log:
+        "results/figures/logs/{figure}.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        figure=figure_spec,
+        campaigns=lambda w: ", ".join(INDEX.figures[w.figure].campaigns),
+    script:
+        "../scripts/figure.py"
+
+
 # Tables to paste (Markdown, LaTeX booktabs, Org): one row per record and
 # metric, the statistic with its interval, n and the ratio to the baseline.
 rule summary_tables:

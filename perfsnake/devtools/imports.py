@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.instruments": 3,
     "perfsnake.platforms": 3,
     "perfsnake.campaign": 4,
+    "perfsnake.figures": 4,
     "perfsnake.planning": 5,
     "perfsnake.outcomes": 6,
     "perfsnake.scripting": 6,

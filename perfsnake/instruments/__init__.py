@@ -114,6 +114,8 @@ class Instruments:
         if preload:
             # Innermost, so only the benchmark gets it; extends any inherited LD_PRELOAD.
             line += " env LD_PRELOAD=" + shlex.quote(":".join(preload)) + '"${LD_PRELOAD:+:$LD_PRELOAD}"'
+            env = {k: v for lib in self.libs if lib.paths(ctx) for k, v in lib.environment(ctx).items()}
+            line += "".join(f" {k}={shlex.quote(v)}" for k, v in env.items())
         return f"{line} {shlex.join(inner)}"
 
     def units(self, run_dir: Path) -> dict[str, str]:
@@ -128,6 +130,6 @@ class Instruments:
 
     def metrics(self, run_dir: Path) -> dict[str, object]:
         out: dict[str, object] = {}
-        for wrapper in self.wrappers:
-            out.update(wrapper.metrics(run_dir))
+        for instrument in [*self.wrappers, *self.libs]:
+            out.update(instrument.metrics(run_dir))
         return out

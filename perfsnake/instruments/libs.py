@@ -24,6 +24,10 @@ class SharedLib(Instrument):
     def paths(self, ctx: Context) -> list[str]:
         raise NotImplementedError
 
+    def environment(self, ctx: Context) -> dict[str, str]:
+        """Variables the preloaded library reads, set beside LD_PRELOAD."""
+        return {}
+
 
 def _allocator_path(lib: SharedLib, name: str) -> str:
     soname, package = ALLOCATORS[name]

@@ -48,13 +48,15 @@ class Lock(SharedLib):
     """Preloads the lock algorithm named by the record's `lock` variable."""
 
     kind = "lock"
-    options = {"variable": "lock"}
+    options = {"variable": "lock", "stats": False}
     builder = LockBuilder({"type": "pslock"}, "lock")
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         var = str(self.spec["variable"])
         if var not in variables:
             raise self.fail(f"needs a {var!r} variable (values: {NO_PRELOAD}, {', '.join(ALGORITHMS)})")
+        if not isinstance(self.spec["stats"], bool):
+            raise self.fail(f"must be true or false, not {self.spec['stats']!r}", "stats")
         self.var = var
         self.build_vars = [v for v in ("lock_cflags",) if v in variables]
         for record in records:
@@ -81,3 +83,39 @@ class Lock(SharedLib):
         if needed is None:
             return []
         return [str(layout.here(layout.build_dir(LockBuilder.name, needed[0]), ctx.workdir) / LIBRARY)]
+
+    # With `stats: true` the library counts, per process, the mutex locks it
+    # took through the algorithm and those it passed to glibc (other mutex
+    # kinds): the proof that a program's locks are the ones being swept.
+    def environment(self, ctx: Context) -> dict[str, str]:
+        return {STATS_ENV: str(ctx.run_dir / STATS_FILE)} if self.spec["stats"] else {}
+
+    def declared_metrics(self) -> list[str]:
+        return list(STATS_METRICS.values()) if self.spec["stats"] else []
+
+    def metrics(self, run_dir: Path) -> dict[str, object]:
+        if not self.spec["stats"]:
+            return {}
+        return read_stats(run_dir / STATS_FILE)
+
+
+STATS_ENV = "PSLOCK_STATS"
+STATS_FILE = "pslock.stats"
+#: field of the library's stats line -> metric
+STATS_METRICS = {"handled": "lock.acquisitions", "passed": "lock.passed_to_glibc"}
+
+
+def read_stats(path: Path) -> dict[str, object]:
+    """Totals over the processes of a run ("pid P algorithm A handled N passed M" lines).
+
+    A run with the `pthread` lock (nothing preloaded) has no file: empty metrics.
+    """
+    if not path.exists():
+        return {}
+    totals = dict.fromkeys(STATS_METRICS.values(), 0)
+    for line in path.read_text().splitlines():
+        fields = line.split()
+        pairs = dict(zip(fields[::2], fields[1::2]))
+        for field, metric in STATS_METRICS.items():
+            totals[metric] += int(pairs.get(field, 0))
+    return dict(totals)

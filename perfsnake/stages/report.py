@@ -10,6 +10,7 @@ panel per metric when `y` lists several.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -524,3 +525,21 @@ def draw(
     for out in outputs:
         out = Path(out)
         figure.save(str(out), scale_factor=2) if out.suffix == ".png" else figure.save(str(out))
+
+
+def draw_figure(
+    campaigns: Sequence[str],
+    rows_files: Sequence[Path],
+    spec: Mapping[str, object],
+    info: Mapping[str, object],
+    outputs: Sequence[Path],
+) -> None:
+    """A figure over several campaigns: their rows, each with its campaign's name."""
+    rows: list[dict] = []
+    units: dict[str, str] = {}
+    for name, path in zip(campaigns, rows_files):
+        data = json.loads(Path(path).read_text())
+        rows += [{**row, "campaign": name} for row in data["rows"]]
+        units.update(parse_units(data.get("metadata")))
+    metadata = {"metric_units": ", ".join(f"{k}={v}" for k, v in units.items())}
+    draw(rows, spec, info, outputs, metadata)
