@@ -243,6 +243,35 @@ def test_killed_caller_ends_the_run(psrun, tmp_path, containment, how):
     holder.wait(timeout=5)
 
 
+def guardian_of(run_dir: Path) -> int:
+    wait_for(lambda: "guardian" in (run_dir / ".psrun.state").read_text(), what="the state file")
+    state = dict(line.split(" ", 1) for line in (run_dir / ".psrun.state").read_text().splitlines())
+    return int(state["guardian"])
+
+
+def test_guardian_ends_the_run_of_a_launcher_killed_outright(psrun, tmp_path, containment):
+    # kill -9 of every process of the workflow's session takes the launcher
+    # and the benchmark, not what the benchmark detached into a session of
+    # its own: the launcher's guardian (a session of its own too) ends it.
+    script = f"cd {tmp_path}; setsid sh -c 'echo $$ > {tmp_path}/gc.pid; exec sleep 61' & echo $$ > pid; exec sleep 60"
+    proc = subprocess.Popen([str(psrun), "--dir", str(tmp_path), "--", "/bin/sh", "-c", script])
+    bench, grandchild = read_pid(tmp_path / "pid"), read_pid(tmp_path / "gc.pid")
+    guardian = guardian_of(tmp_path)
+    assert os.getsid(guardian) == guardian != os.getsid(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for pid in (bench, grandchild, guardian):
+        assert_gone(pid)
+
+
+def test_guardian_leaves_with_the_run(psrun, tmp_path):
+    launch(psrun, tmp_path, "/bin/sh", "-c", f"cp {tmp_path}/.psrun.state {tmp_path}/state.copy")
+    assert status(tmp_path)["status"] == "ok" and not (tmp_path / ".psrun.state").exists()
+    state = dict(line.split(" ", 1) for line in (tmp_path / "state.copy").read_text().splitlines())
+    # psrun waited for it: gone when the launcher returns.
+    assert not _alive(int(state["guardian"]))
+
+
 def test_next_attempt_sweeps_what_a_killed_launcher_left(psrun, tmp_path, containment):
     # Working in its run directory, as command.sh makes every benchmark do.
     proc = subprocess.Popen(
@@ -250,7 +279,8 @@ def test_next_attempt_sweeps_what_a_killed_launcher_left(psrun, tmp_path, contai
     )
     bench = read_pid(tmp_path / "pid")
     (tmp_path / "pid").unlink()
-    # The launcher itself dies outright: nobody stops the benchmark now...
+    # The launcher and its guardian die outright: nobody stops the benchmark now...
+    os.kill(guardian_of(tmp_path), signal.SIGKILL)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert _alive(bench)

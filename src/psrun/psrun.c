@@ -20,9 +20,14 @@
  * benchmark. It notices its parent's death (death signal, getppid), and a
  * small sentinel child left in the caller's process group dies of any
  * signal sent to that group (Ctrl-C, kill -9 -PGID), which psrun treats as
- * an abort. A launcher killed outright is cleaned up by the next attempt of
- * the same run: at start, psrun kills what is left in the run's cgroup, or
- * (state file RUN_DIR/.psrun.state present) working in the run directory.
+ * an abort. A launcher killed outright (kill -9 of every process of the
+ * workflow's session, an OOM kill) is cleaned up by its guardian: a small
+ * process in a session of its own, blocked on a pipe from psrun, which on
+ * end-of-file without psrun's "done" kills what is left in the run's cgroup,
+ * or working in the run directory. Should the guardian die too, the next
+ * attempt of the same run does it: at start, psrun kills what is left in the
+ * run's cgroup, or (state file RUN_DIR/.psrun.state present) working in the
+ * run directory.
  *
  * usage: psrun --dir RUN_DIR [--timeout SEC] [--grace SEC] [--watch-stdin]
  *              [--lock-fd FD] -- PROG [ARG...]
@@ -195,6 +200,8 @@ static void reap_all(void)
 /* ---- containment -------------------------------------------------------- */
 
 static pid_t sentinel_pid = -1;   /* see start_sentinel */
+static pid_t guardian_pid = -1;   /* see start_guardian */
+static int guardian_fd = -1;     /* psrun's end of the guardian's pipe */
 static int use_cgroup;           /* run cgroup created and used */
 static char cg_path[4096];       /* the run's cgroup directory */
 static char containment[4200] = "subreaper";
@@ -395,16 +402,22 @@ static pid_t fork_contained(int cgfd)
 	return fork();
 }
 
+/* The sentinel and the guardian are psrun's, not the run's. */
+static int psrun_own(pid_t pid)
+{
+	return pid == sentinel_pid || pid == guardian_pid;
+}
+
 static int kill_child_of_me(pid_t pid, const struct proc_info *pi, void *arg)
 {
-	/* The sentinel is psrun's, not the run's: it dies with psrun. */
-	if (pi->ppid != getpid() || pid == *(pid_t *)arg)
+	(void)arg;
+	if (pi->ppid != getpid() || psrun_own(pid))
 		return 0;
 	kill(pid, SIGKILL);
 	return 1;
 }
 
-/* SIGKILL psrun's children but the sentinel; returns how many. The kernel's
+/* SIGKILL psrun's children but its own two; returns how many. The kernel's
  * list of children is cheap; without it, every process is looked at. */
 static int kill_children(void)
 {
@@ -415,9 +428,9 @@ static int kill_children(void)
 	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
 	f = fopen(path, "re");
 	if (!f)
-		return each_process(kill_child_of_me, &sentinel_pid);
+		return each_process(kill_child_of_me, NULL);
 	while (fscanf(f, "%d", &pid) == 1) {
-		if (pid != sentinel_pid && !kill(pid, SIGKILL))
+		if (!psrun_own(pid) && !kill(pid, SIGKILL))
 			n++;
 	}
 	fclose(f);
@@ -437,7 +450,7 @@ static int kill_descendants(void)
 		/* The kernel's list may miss a child being reparented right
 		 * then: an empty answer is checked against every process. */
 		if (!n)
-			n = each_process(kill_child_of_me, &sentinel_pid);
+			n = each_process(kill_child_of_me, NULL);
 		killed += n;
 		reap_all();
 		if (n)
@@ -492,19 +505,91 @@ static int kill_in_dir(pid_t pid, const struct proc_info *pi, void *arg)
  * what is left of it goes before this attempt starts. The run's cgroup is
  * cleared by setup_cgroup; without one, processes still working in the run
  * directory are killed. */
-static void sweep_previous(const char *dir)
+static void sweep_dir(const char *dir)
 {
-	char path[4200], real[4096];
+	char real[4096];
 	struct dir_ref ref;
 	double deadline = now_mono() + KILL_WAIT_S;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
-	if (access(path, F_OK) || !realpath(dir, real) || !strcmp(real, "/"))
+	if (!realpath(dir, real) || !strcmp(real, "/"))
 		return;
 	ref.dir = real;
 	ref.len = strlen(real);
 	while (each_process(kill_in_dir, &ref) && now_mono() < deadline)
 		nap_ms(2);
+}
+
+static void sweep_previous(const char *dir)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
+	if (!access(path, F_OK))
+		sweep_dir(dir);
+}
+
+/* ---- the guardian --------------------------------------------------------- */
+
+/* Forked before the timed interval, in a session of its own (so a kill of
+ * the workflow's session or process group spares it), holding the host lock
+ * too: it blocks in read() until psrun writes "done" (then exits at once) or
+ * dies without (end of file: it clears the run, then exits, releasing the
+ * lock). Costs the run nothing but one sleeping process. */
+static void start_guardian(const char *dir, int lock_fd)
+{
+	int fds[2], fd;
+	char c;
+	ssize_t n;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return;
+	guardian_pid = fork();
+	if (guardian_pid != 0) {
+		close(fds[0]);
+		if (guardian_pid < 0)
+			close(fds[1]);
+		else
+			guardian_fd = fds[1];
+		return;
+	}
+	setsid();
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	for (fd = 0; fd < 1024; fd++)
+		if (fd != fds[0] && fd != lock_fd)
+			close(fd);
+	do
+		n = read(fds[0], &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1)
+		_exit(0);
+	if (use_cgroup)
+		cg_destroy(cg_path);
+	sweep_dir(dir);
+	_exit(0);
+}
+
+static void guardian_release(void)
+{
+	struct timespec zero = {0, 0};
+	sigset_t pipe_set, old;
+
+	if (guardian_fd >= 0) {
+		/* A guardian killed meanwhile must not take psrun with SIGPIPE
+		 * (ignoring it would pass SIG_IGN on to benchmarks). */
+		sigemptyset(&pipe_set);
+		sigaddset(&pipe_set, SIGPIPE);
+		sigprocmask(SIG_BLOCK, &pipe_set, &old);
+		if (write(guardian_fd, "d", 1) != 1)
+			sigtimedwait(&pipe_set, NULL, &zero);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		close(guardian_fd);
+		guardian_fd = -1;
+	}
+	if (guardian_pid > 0)
+		waitpid(guardian_pid, NULL, 0);
 }
 
 /* Marks the run as started (for the next attempt's sweep) and says how it is
@@ -520,8 +605,8 @@ static void write_state(const char *dir)
 		  0644);
 	if (fd < 0)
 		return;
-	if (dprintf(fd, "pid %d\ncontainment %s\n", (int)getpid(),
-		    containment) < 0)
+	if (dprintf(fd, "pid %d\ncontainment %s\nguardian %d\n", (int)getpid(),
+		    containment, (int)guardian_pid) < 0)
 		fprintf(stderr, "psrun: %s: %s\n", path, strerror(errno));
 	close(fd);
 }
@@ -841,6 +926,7 @@ int main(int argc, char **argv)
 	use_cgroup = cgfd >= 0;
 	if (use_cgroup)
 		snprintf(containment, sizeof(containment), "cgroup2:%s", cg_path);
+	start_guardian(dir, lock_fd);
 	write_state(dir);
 	out = open_out(dir, "stdout.txt");
 	err = open_out(dir, "stderr.txt");
@@ -878,6 +964,7 @@ int main(int argc, char **argv)
 			   &wstatus, &ru);
 		end_contained();
 		clear_state(dir);
+		guardian_release();
 		fprintf(stderr, "psrun: aborted by signal %d\n", -r);
 		return 128 - r;
 	}
@@ -904,5 +991,6 @@ int main(int argc, char **argv)
 	write_status(dir, status, exit_code, signo, &t0, &t1, &w0, &w1, &ru,
 		     leftovers);
 	clear_state(dir);
+	guardian_release();
 	return 0;
 }
