@@ -4,6 +4,8 @@ the CSV."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from helpers import jobs_run, processes_under, snakemake, statuses, write_campaign
 
@@ -223,3 +225,24 @@ def test_a_daemon_that_dies_during_the_run_ends_it_at_once(tmp_path):
     assert "HOOK_FAILED: the srv daemon exited with status 3 during the run" in proc.stderr
     # Ended by the daemon's death, long before the benchmark's 60 s.
     assert processes_under(tmp_path, "sleep 60") == []
+
+
+def test_the_end_summary_names_differences_of_the_plotted_metrics(tmp_path, monkeypatch):
+    # An instrument's counter (lock acquisitions double with the threads) is
+    # significant by construction: the summary shows what the campaign plots.
+    from perfsnake import layout
+    from perfsnake.stages.summary import _top_differences
+
+    monkeypatch.chdir(tmp_path)
+    path = Path(layout.comparisons("c"))
+    path.parent.mkdir(parents=True)
+    head = "metric,variable,a,b,fixed,relative_difference,p_adjusted,significant\n"
+    path.write_text(
+        head
+        + "lock.acquisitions,nb_threads,1,2,,1.0,0.01,True\n"
+        + "ops_per_s,nb_threads,1,2,,0.25,0.02,True\n"
+        + "ops_per_s,lock,cas,mcs,,0.05,0.30,False\n"
+    )
+    assert [d.split(":")[0] for d in _top_differences("c", ["ops_per_s"])] == ["ops_per_s"]
+    assert _top_differences("c", ["wall_s"]) == []
+    assert len(_top_differences("c", [])) == 2

@@ -52,6 +52,9 @@ def test_leveldb_from_debian_source(tmp_path):
     assert "--use_existing_db=1" in cmd and "--threads=2" in cmd
     meta = read_metadata(tmp_path / "results/ldb/ldb.csv")
     assert meta["benchmark"] == "leveldb" and meta["runs_ok"] == "4"
+    # Every metric a read benchmark prints was parsed: no run is "unparsed".
+    results = list((tmp_path / "results/ldb/runs").rglob("result.json"))
+    assert len(results) == 4 and not any(json.loads(r.read_text()).get("unparsed") for r in results)
     # A new run-time value reuses the build and the database.
     write_campaign(tmp_path, json.loads(json.dumps({
         "name": "ldb", "benchmark": "leveldb",

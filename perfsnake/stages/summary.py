@@ -53,12 +53,16 @@ def _counts(campaign: str) -> dict[str, int]:
     return counts
 
 
-def _top_differences(campaign: str, n: int = 3) -> list[str]:
+def _top_differences(campaign: str, metrics: list[str], n: int = 3) -> list[str]:
+    """The largest significant differences, among `metrics` when any is there
+    (what the campaign plots: not an instrument's counters, which follow the
+    thread count by construction)."""
     path = Path(layout.comparisons(campaign))
     if not path.exists():
         return []
     with path.open(newline="") as f:
         rows = [r for r in csv.DictReader(f) if r.get("significant") in ("True", "true", "1")]
+    rows = [r for r in rows if r.get("metric") in metrics] if metrics else rows
 
     def size(row: dict[str, str]) -> float:
         try:
@@ -78,6 +82,10 @@ def _top_differences(campaign: str, n: int = 3) -> list[str]:
     return out
 
 
+def _as_list(value: object) -> list[object]:
+    return list(value) if isinstance(value, list) else [value]
+
+
 def outcomes(index: CampaignIndex) -> list[Outcome]:
     out = []
     for name, c in index.campaigns.items():
@@ -85,7 +93,8 @@ def outcomes(index: CampaignIndex) -> list[Outcome]:
             continue
         files = [p for p in (layout.csv(name), layout.summary(name), layout.significant(name)) if Path(p).exists()]
         files += [p for plot in c.plots for p in [layout.plot(name, plot["name"], "png")] if Path(p).exists()]
-        out.append(Outcome(name, _counts(name), files, _top_differences(name)))
+        plotted = [str(m) for plot in c.plots for m in [*_as_list(plot["y"]), *plot.get("metrics", [])]]
+        out.append(Outcome(name, _counts(name), files, _top_differences(name, plotted or list(c.benchmark.metrics))))
     return out
 
 
