@@ -63,21 +63,11 @@ static void drain(iter_t n, void *cookie)
 
 int main(int argc, char **argv)
 {
-	int first, parallel = 1, warmup = 0, reps = TRIES;
 	struct peer s = { 65536, NULL, -1, 0 };
+	int parallel = peer_bench(argc, argv, "bw_tcp", &s, 64u << 20, "64M", start, drain);
 
-	first = harness_flags(argc, argv, &parallel, &warmup, &reps);
-	if (first < 0 || argc - first > 1)
-		goto usage;
-	if (first < argc)
-		s.msg = (size_t)atol(argv[first]);
-	if (s.msg < 1 || s.msg > (64u << 20))
-		goto usage;
-	if (benchmp(start, drain, peer_stop, 0, parallel, warmup, reps, &s))
-		return 1;
+	if (parallel <= 0)
+		return parallel ? 1 : 2;
 	mb("bw_tcp", get_n() * s.msg * (uint64_t)parallel);
 	return 0;
-usage:
-	fprintf(stderr, "usage: bw_tcp [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] [-A placement] [MSG_BYTES, 1..64M, default 65536]\n");
-	return 2;
 }

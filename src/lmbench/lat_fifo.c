@@ -9,6 +9,10 @@
 #define _GNU_SOURCE
 #include "bench.h"
 
+#include <string.h>
+
+#include "net.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -71,9 +75,7 @@ static void stop(iter_t n, void *cookie)
 		return;
 	close(s->to_child);
 	close(s->from_child);
-	kill(s->pid, SIGTERM);
-	waitpid(s->pid, NULL, 0);
-	s->pid = 0;
+	stop_server(&s->pid);
 }
 
 static void bounce(iter_t n, void *cookie)

@@ -9,6 +9,10 @@
 #define _GNU_SOURCE
 #include "bench.h"
 
+#include <string.h>
+
+#include "net.h"
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,9 +60,7 @@ static void stop(iter_t n, void *cookie)
 		return;
 	close(s->to_child[1]);
 	close(s->to_parent[0]);
-	kill(s->pid, SIGTERM);
-	waitpid(s->pid, NULL, 0);
-	s->pid = 0;
+	stop_server(&s->pid);
 }
 
 static void bounce(iter_t n, void *cookie)

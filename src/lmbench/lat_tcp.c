@@ -16,15 +16,12 @@
 
 static void echo(int listener, size_t msg)
 {
-	char *buf = malloc(msg);
 	int one = 1, fd = accept(listener, NULL, NULL);
 
-	if (fd < 0 || !buf)
+	if (fd < 0)
 		_exit(1);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	/* Ends at EOF: the client closed, or died. */
-	while (!full_io(fd, buf, msg, 0) && !full_io(fd, buf, msg, 1))
-		;
+	echo_stream(fd, msg);
 }
 
 /* Per process: its own server and connection. */
@@ -52,32 +49,13 @@ static void start(iter_t n, void *cookie)
 	setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static void round_trip(iter_t n, void *cookie)
-{
-	struct peer *s = cookie;
-
-	while (n--)
-		if (full_io(s->fd, s->buf, s->msg, 1) || full_io(s->fd, s->buf, s->msg, 0))
-			abort();
-}
-
 int main(int argc, char **argv)
 {
-	int first, parallel = 1, warmup = 0, reps = TRIES;
 	struct peer s = { 1, NULL, -1, 0 };
+	int parallel = peer_bench(argc, argv, "lat_tcp", &s, 16u << 20, "16M", start, peer_round_trip);
 
-	first = harness_flags(argc, argv, &parallel, &warmup, &reps);
-	if (first < 0 || argc - first > 1)
-		goto usage;
-	if (first < argc)
-		s.msg = (size_t)atol(argv[first]);
-	if (s.msg < 1 || s.msg > (16u << 20))
-		goto usage;
-	if (benchmp(start, round_trip, peer_stop, 0, parallel, warmup, reps, &s))
-		return 1;
+	if (parallel <= 0)
+		return parallel ? 1 : 2;
 	micro("lat_tcp", get_n());
 	return 0;
-usage:
-	fprintf(stderr, "usage: lat_tcp [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] [MSG_BYTES, 1..16M, default 1]\n");
-	return 2;
 }

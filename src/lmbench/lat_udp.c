@@ -72,21 +72,11 @@ static void round_trip(iter_t n, void *cookie)
 
 int main(int argc, char **argv)
 {
-	int first, parallel = 1, warmup = 0, reps = TRIES;
 	struct peer s = { 1, NULL, -1, 0 };
+	int parallel = peer_bench(argc, argv, "lat_udp", &s, MAX_DATAGRAM, "65507", start, round_trip);
 
-	first = harness_flags(argc, argv, &parallel, &warmup, &reps);
-	if (first < 0 || argc - first > 1)
-		goto usage;
-	if (first < argc)
-		s.msg = (size_t)atol(argv[first]);
-	if (s.msg < 1 || s.msg > MAX_DATAGRAM)
-		goto usage;
-	if (benchmp(start, round_trip, peer_stop, 0, parallel, warmup, reps, &s))
-		return 1;
+	if (parallel <= 0)
+		return parallel ? 1 : 2;
 	micro("lat_udp", get_n());
 	return 0;
-usage:
-	fprintf(stderr, "usage: lat_udp [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] [MSG_BYTES, 1..65507, default 1]\n");
-	return 2;
 }

@@ -1,7 +1,8 @@
 /*
- * Loopback helpers for lat_tcp, lat_udp and lat_connect: each program forks
- * its own server bound to 127.0.0.1 on an ephemeral port (port 0, then
- * getsockname), never any other address, and kills and reaps it at the end.
+ * Helpers of the programs that fork their own peer: an echo server, an
+ * echoer or a writer over loopback TCP/UDP (bound to 127.0.0.1 on an
+ * ephemeral port, never any other address), a Unix socket pair or a pipe.
+ * The peer dies with its parent, and the parent kills and reaps it at the end.
  */
 #ifndef PERFSNAKE_NET_H
 #define PERFSNAKE_NET_H
@@ -42,10 +43,11 @@ static inline int loopback_socket(int type, struct sockaddr_in *addr)
 	return fd;
 }
 
-/* Forks the server on `fd`; it dies with its parent (PR_SET_PDEATHSIG), so
- * even a killed benchmark leaves no server behind. The parent keeps no
- * copy of `fd`. Returns the server's pid. */
-static inline pid_t fork_server(int fd, serve_f serve, size_t msg)
+/* Forks the peer that serves `fd`; `other` (the caller's end of a pair, or
+ * -1) is closed in the peer, `fd` in the caller. The peer dies with its
+ * parent (PR_SET_PDEATHSIG), so even a killed benchmark leaves no server
+ * behind. Returns the peer's pid. */
+static inline pid_t fork_peer(int fd, int other, serve_f serve, size_t msg)
 {
 	pid_t parent = getpid(), pid = fork();
 
@@ -55,6 +57,8 @@ static inline pid_t fork_server(int fd, serve_f serve, size_t msg)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent) /* died before the prctl */
 			_exit(0);
+		if (other >= 0)
+			close(other);
 		place_end(1);
 		serve(fd, msg);
 		_exit(0);
@@ -62,6 +66,11 @@ static inline pid_t fork_server(int fd, serve_f serve, size_t msg)
 	close(fd);
 	place_end(0);
 	return pid;
+}
+
+static inline pid_t fork_server(int fd, serve_f serve, size_t msg)
+{
+	return fork_peer(fd, -1, serve, msg);
 }
 
 static inline void stop_server(pid_t *pid)
@@ -84,8 +93,20 @@ static inline int full_io(int fd, char *buf, size_t len, int writing)
 	return 0;
 }
 
-/* A client's message buffer and connection to its own server (lat_tcp,
- * lat_udp); the benchmark's cookie. */
+/* Echoes `msg`-byte messages on a stream until end of file (the client
+ * closed, or died). */
+static inline void echo_stream(int fd, size_t msg)
+{
+	char *buf = malloc(msg);
+
+	if (!buf)
+		_exit(1);
+	while (!full_io(fd, buf, msg, 0) && !full_io(fd, buf, msg, 1))
+		;
+}
+
+/* A client's message buffer and connection to its own peer (lat_tcp,
+ * lat_udp, lat_unix, bw_*); the benchmark's cookie. */
 struct peer {
 	size_t msg;
 	char *buf;
@@ -103,6 +124,37 @@ static inline void peer_stop(iter_t n, void *cookie)
 	close(s->fd);
 	stop_server(&s->server);
 	free(s->buf);
+}
+
+/* One round trip of a `msg`-byte message per iteration (lat_tcp, lat_unix). */
+static inline void peer_round_trip(iter_t n, void *cookie)
+{
+	struct peer *s = cookie;
+
+	while (n--)
+		if (full_io(s->fd, s->buf, s->msg, 1) || full_io(s->fd, s->buf, s->msg, 0))
+			abort();
+}
+
+/* The command line these programs share (harness flags, then MSG_BYTES in
+ * [1, max], default s->msg), and the run with peer_stop as cleanup. Returns
+ * the parallelism; 0 after printing the usage; -1 when benchmp failed. */
+static inline int peer_bench(int argc, char **argv, const char *name, struct peer *s, size_t max,
+			     const char *max_text, benchmp_f start, benchmp_f body)
+{
+	int first, parallel = 1, warmup = 0, reps = TRIES;
+	size_t fallback = s->msg;
+
+	first = harness_flags(argc, argv, &parallel, &warmup, &reps);
+	if (first >= 0 && argc - first <= 1) {
+		if (first < argc)
+			s->msg = (size_t)atol(argv[first]);
+		if (s->msg >= 1 && s->msg <= max)
+			return benchmp(start, body, peer_stop, 0, parallel, warmup, reps, s) ? -1 : parallel;
+	}
+	fprintf(stderr, "usage: %s [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] [-A placement] "
+		"[MSG_BYTES, 1..%s, default %zu]\n", name, max_text, fallback);
+	return 0;
 }
 
 #endif
