@@ -3,7 +3,9 @@
 import os
 import re
 import subprocess
+import time
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from helpers import ROOT
@@ -595,3 +597,25 @@ def test_ready_campaigns_validate():
     assert {r.values["placement"] for r in ipc.records} == {"unpinned", "same", "different"}
     assert all("size_kb" not in r.values for r in ipc.records)  # lat_ctx runs at lmbench's 0 KB default
     assert {r.values["op"] for r in loaded["lmbench_memory"].records} == {"sequential", "random"}
+
+
+def _semaphore_sets() -> int:
+    return len(Path("/proc/sysvipc/sem").read_text().splitlines()) - 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="an IPC namespace of its own needs root")
+def test_a_killed_lat_sem_leaves_no_semaphore_set(bins):
+    before = _semaphore_sets()
+    proc = subprocess.Popen([str(bins / "lat_sem"), "-N", "1000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Both ends exist: the set is made and the token passes.
+    deadline = time.monotonic() + 60
+    while leftovers(bins, "lat_sem").count("\n") < 2:
+        assert time.monotonic() < deadline and proc.poll() is None, "lat_sem did not start its partner"
+        time.sleep(0.02)
+    subprocess.run(["pkill", "-KILL", "-f", str(bins / "lat_sem")], check=False)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while leftovers(bins, "lat_sem"):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert _semaphore_sets() == before
