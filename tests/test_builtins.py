@@ -26,6 +26,9 @@ def test_heater_on_every_online_cpu(tmp_path):
         out = next((tmp_path / "results/heat/runs").glob(f"cpu-{cpu}/interval_ms-100/run-1/stdout.txt")).read_text()
         assert f"CPU: {cpu}\n" in out and out.count("interval ") >= 2
     assert (tmp_path / "results/heat/plots/bar-ops_per_s-by-cpu.svg").exists()
+    # Units the metric names spell reach the CSV and the figure's axis.
+    assert "ops_per_s=ops/s" in read_metadata(tmp_path / "results/heat/heat.csv")["metric_units"]
+    assert "ops_per_s (ops/s)" in (tmp_path / "results/heat/plots/bar-ops_per_s-by-cpu.svg").read_text()
 
 
 @pytest.mark.skipif(shutil.which("apt-get") is None, reason="needs Debian's apt-get source")

@@ -3,6 +3,8 @@ registries, and the package's imports have no cycle and point down the layers.""
 
 from __future__ import annotations
 
+import pytest
+
 from perfsnake.benchmarks import BUILTINS
 from perfsnake.devtools import imports
 from perfsnake.instruments.registry import HOOKS, LIBS, SECTIONS, WRAPPERS
@@ -52,3 +54,30 @@ def test_the_import_checker_catches_a_cycle():
     graph = imports.graph()
     graph["perfsnake.layout"].add("perfsnake.planning")
     assert imports.cycles(graph) and ("perfsnake.layout", "perfsnake.planning") in imports.upward(graph)
+
+
+@pytest.mark.parametrize(
+    ("metric", "unit"),
+    [
+        ("ops_per_s", "ops/s"), ("micros_per_op", "us/op"), ("mb_per_s", "MB/s"), ("bandwidth_max_mb_s", "MB/s"),
+        ("latency_min_ns", "ns"), ("read_lat_p99_us", "us"), ("latency_p95_ms", "ms"), ("total_time_s", "s"),
+        ("read_bw_kib_s", "KiB/s"), ("write_iops", "IO/s"), ("bogo_ops_per_s", "bogo ops/s"), ("operations", None),
+    ],
+)  # fmt: skip
+def test_metric_units_are_read_from_metric_names(metric, unit):
+    from perfsnake.benchmarks.base import metric_unit
+
+    assert metric_unit(metric) == unit
+
+
+def test_every_catalog_metric_has_a_unit_or_is_a_count():
+    from perfsnake.benchmarks import BUILTINS
+
+    # counts and plain numbers: no unit to show
+    counts = {"operations", "bogo_ops", "total_events", "mhz", "samples", "overflows", "rt_priority"}
+    for name, cls in BUILTINS.items():
+        if name == "command":
+            continue
+        bench = cls({"type": name}, "t")
+        missing = [m for m in bench.metrics if m not in bench.units() and m not in counts]
+        assert not missing, f"{name}: no unit for {missing}"

@@ -39,6 +39,30 @@ class RunContext:
 COLLECT_ONLY = frozenset({"metrics", "readings", "units", "derived", "metrics_from", "series", "description"})
 
 
+#: metric-name suffix -> unit, longest first (the catalog names metrics this way)
+_SUFFIX_UNITS = (
+    ("_mb_per_s", "MB/s"), ("mb_per_s", "MB/s"), ("_mb_s", "MB/s"), ("_mib_per_s", "MiB/s"), ("mib_per_s", "MiB/s"),
+    ("_kib_s", "KiB/s"), ("micros_per_op", "us/op"), ("_ns", "ns"), ("_us", "us"), ("_ms", "ms"), ("_s", "s"),
+    ("_pct", "%"), ("_mhz", "MHz"), ("_kb", "KB"), ("_bytes", "B"),
+)  # fmt: skip
+
+
+def metric_unit(name: str) -> str | None:
+    """The unit a metric's name spells: `latency_ns` -> ns, `bw_kib_s` ->
+    KiB/s, `events_per_s` -> events/s, `iops` -> IO/s; None when it says none."""
+    for suffix, unit in _SUFFIX_UNITS:
+        if name.endswith(suffix):
+            if suffix == "_s" and "_per_" in name:
+                what = name[: -len("_per_s")].split("_per_")[0] if name.endswith("_per_s") else ""
+                return f"{what.replace('_', ' ')}/s" if what else None
+            return unit
+    if name.endswith("_per_s"):
+        return f"{name[: -len('_per_s')].replace('_', ' ')}/s"
+    if name.endswith("iops"):
+        return "IO/s"
+    return None
+
+
 def source_key(source: Mapping[str, str]) -> str:
     """Cache directory name of a fetched source: readable and unique."""
     if "debian" in source:
@@ -69,11 +93,19 @@ class Benchmark:
     metrics: tuple[str, ...] = ()
     #: default source, when the benchmark fetches one
     default_source: dict[str, str] | None = None
+    #: units of metrics whose names do not say them (see metric_unit)
+    declared_units: dict[str, str] = {}
 
     def __init__(self, spec: Mapping[str, object], origin: str) -> None:
         self.spec = dict(spec)
         self.origin = origin
         self.source: dict[str, str] | None = spec.get("source") or self.default_source  # type: ignore[assignment]
+
+    def units(self) -> dict[str, str]:
+        """Unit of each metric: declared, else read from its name's suffix."""
+        out = {m: u for m in self.metrics if (u := metric_unit(m))}
+        out.update({m: u for m, u in self.declared_units.items() if m in self.metrics})
+        return out
 
     # ---- identity -------------------------------------------------------
     @property

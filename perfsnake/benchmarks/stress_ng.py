@@ -48,6 +48,7 @@ class StressNgBenchmark(PackagedTool):
     run_defaults = {"stressor": "cpu", "method": "", "instances": 1}
     kinds = {"instances": "int"}
     metrics = ("bogo_ops", "bogo_ops_per_s", "bogo_ops_per_s_cpu", "real_time_s", "usr_time_s", "sys_time_s")
+    declared_units = {"bogo_ops_per_s_cpu": "bogo ops/CPU s"}
 
     def check_record(self, p: Mapping[str, object]) -> None:
         binary = self.binary()

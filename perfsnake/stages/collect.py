@@ -56,14 +56,13 @@ def collect_run(
     parse_errors += problems
     own_metrics = dict(metrics)
     hooks: list[dict] = []
-    units: dict[str, str] = {}
+    units: dict[str, str] = benchmark.units()
     if instruments is not None:
         try:
             metrics.update(instruments.metrics(run_dir))
-            units = instruments.units(run_dir)
+            units.update(instruments.units(run_dir))
         except Exception as exc:  # noqa: BLE001
             parse_errors.append(f"instruments: {exc!r}")
-            units = {}
         hooks_file = run_dir / "hooks.json"
         if hooks_file.exists():
             hooks = json.loads(hooks_file.read_text())
