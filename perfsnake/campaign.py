@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from perfsnake import expressions
+from perfsnake import expressions, versions
 from perfsnake.benchmarks import BUILTINS, make_benchmark
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.errors import CampaignError, did_you_mean
@@ -308,6 +308,8 @@ def _number_error(data: Any, origin: str, path: str = "") -> CampaignError | Non
 def _expand_values(raw: dict, benchmark: Benchmark, origin: str) -> dict[str, list]:
     values: dict[str, list] = {}
     for var, spec in raw.items():
+        if isinstance(spec, dict):  # a commit range: the commits, oldest first
+            spec = versions.commit_range(spec, origin, f"variables.{var}")
         if isinstance(spec, str):
             generated = benchmark.generate_values(var, spec)
             if generated is None:
@@ -465,6 +467,47 @@ def _compare_pairs(entries: list[dict], recs: list[dict], order: list[str], orig
     return list(dict.fromkeys(pairs))
 
 
+def _check_sources(benchmark: Benchmark, recs: list[dict], order: list[str], origin: str) -> None:
+    """A source naming variables (`rev: "{version}"`): every name is a
+    variable, a checksum mapping has one variable and an entry for each of its
+    values, and every source it resolves to is a valid source."""
+    names = benchmark.source_variables()
+    if not names:
+        return
+    for name in names:
+        if name not in order:
+            raise CampaignError(
+                origin,
+                "benchmark.source",
+                f"names {{{name}}}, which is not a variable{did_you_mean(name, order)} (variables: {', '.join(order) or 'none'})",
+            )
+    checksums = (benchmark.source or {}).get("sha256")
+    if isinstance(checksums, dict) and len(names) != 1:
+        raise CampaignError(
+            origin,
+            "benchmark.source.sha256",
+            f"a checksum per value needs one variable in the source, not {len(names)}",
+        )
+    schema = {
+        "$defs": load_schema("campaign.schema.yaml")["$defs"],
+        **load_schema("campaign.schema.yaml")["$defs"]["resolved_source"],
+    }
+    validator = jsonschema.Draft202012Validator(schema)
+    for rec in recs:
+        params = {**benchmark.build_defaults, **benchmark.run_defaults, **rec}
+        if isinstance(checksums, dict) and value_text(params[names[0]]) not in checksums:
+            raise CampaignError(
+                origin, "benchmark.source.sha256", f"no checksum for {names[0]} {value_text(params[names[0]])!r}"
+            )
+        resolved = benchmark.source_for(params)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(resolved))
+        if error is not None:
+            where = ".".join(str(p) for p in error.absolute_path)
+            raise CampaignError(
+                origin, f"benchmark.source.{where}" if where else "benchmark.source", f"{error.message} (for {rec})"
+            )
+
+
 def _derived(spec: dict[str, str], variables: list[str], metrics: list[str], origin: str) -> dict[str, ast.Expression]:
     """Derived metrics, checked before any run: each expression parses and
     reads only metrics, variables and the derived metrics declared before it."""
@@ -514,6 +557,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
             if value not in known:
                 raise CampaignError(origin, f"pretty.{var}.{value}", f"not a value of {var}")
     benchmark.check(recs, order)
+    _check_sources(benchmark, recs, order, origin)
     instruments = Instruments.from_campaign(data, origin)
     instruments.check(recs, order)
     platform = make_platform(data["platform"], order, origin)
@@ -563,6 +607,8 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     if compare and not instruments.uses("perf_record"):
         raise CampaignError(origin, "compare", "differential flame graphs need the perf_record wrapper")
     build_vars = benchmark.build_variables(order)
+    # A variable the source names is a build variable: each value its own source and build.
+    build_vars += [v for v in benchmark.source_variables() if v not in build_vars]
     # Builds on another machine get a directory of their own.
     records = [Record(r, record_path(r, order), platform.build_tag() + key_component(r, build_vars)) for r in recs]
     campaign = Campaign(

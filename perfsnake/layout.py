@@ -187,6 +187,11 @@ def source_dir(key: str) -> str:
     return f"{RESOURCES}/src/{key}"
 
 
+def git_cache(digest: str) -> str:
+    """A bare clone of a remote repository whose commit range a campaign reads."""
+    return f"{RESOURCES}/git/{digest}.git"
+
+
 def build_dir(bench: str, key: str) -> str:
     return f"{RESOURCES}/builds/{bench}/{key}"
 

@@ -77,11 +77,12 @@ class CampaignIndex:
     def _index_builds(self, c: Campaign) -> None:
         bench = c.benchmark
         platform = json.dumps(c.data["platform"], sort_keys=True) if c.platform.build_tag() else ""
-        if bench.source is not None:
-            self.sources[source_key(bench.source)] = bench.source
         if bench.needs_build():
             for key, params in c.build_keys().items():
                 self._add_build(c, bench, key, params, platform)
+                source = bench.source_for(params)
+                if source is not None:
+                    self.sources[source_key(source)] = source
         # The launcher (or nothing, when the platform builds it remotely) and
         # our helper programs: made before the campaign's first run (through
         # builds_ready), but not inputs of every run job, which would cost a
@@ -243,8 +244,9 @@ class CampaignIndex:
         return json.dumps(self.sources[key], sort_keys=True)
 
     def build_inputs(self, bench_key: str, key: str) -> list[str]:
-        bench = self.builds[(bench_key, key)].bench
-        inputs = [layout.source_dir(source_key(bench.source))] if bench.source is not None else []
+        entry = self.builds[(bench_key, key)]
+        bench, source = entry.bench, entry.bench.source_for(entry.params)
+        inputs = [layout.source_dir(source_key(source))] if source is not None else []
         return inputs + [layout.shipped(p) for p in bench.source_files()]
 
     def build_spec(self, bench_key: str, key: str) -> str:

@@ -35,3 +35,14 @@ def render(template: str, values: Mapping[str, object]) -> str:
         if field is not None:
             out.append(shlex.quote(value_text(values[field])))
     return "".join(out)
+
+
+def substitute(template: str, values: Mapping[str, object]) -> str:
+    """Substitute values as they are (no shell quoting): for fields that are
+    not shell text, such as a source's revision or URL."""
+    out = []
+    for literal, field, _spec, _conversion in _FORMATTER.parse(template):
+        out.append(literal)
+        if field is not None:
+            out.append(value_text(values[field]))
+    return "".join(out)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfsnake.errors import CampaignError
-from perfsnake.escape import escape_component
+from perfsnake.escape import escape_component, value_text
+from perfsnake.template import placeholders, substitute
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,33 @@ class Benchmark:
         out: dict[str, object] = {"type": self.spec.get("type", self.name)}
         if "source" in self.spec:
             out["source"] = self.spec["source"]
+        return out
+
+    # ---- sources that vary --------------------------------------------------
+    def source_variables(self) -> list[str]:
+        """Variables the source names (`rev: "{version}"`): each value is its
+        own source, fetched once, and so a build variable."""
+        names: list[str] = []
+        for key, value in (self.source or {}).items():
+            if isinstance(value, str):
+                try:
+                    names += sorted(placeholders(value))
+                except ValueError as exc:
+                    raise self.fail(f"benchmark.source.{key}", str(exc)) from None
+        return list(dict.fromkeys(names))
+
+    def source_for(self, params: Mapping[str, object]) -> dict[str, str] | None:
+        """The source of a build with these parameters, its variables filled in;
+        a per-value checksum mapping (`sha256: {v1: ..., v2: ...}`) gives its value's."""
+        if self.source is None:
+            return None
+        out: dict[str, str] = {}
+        for key, value in self.source.items():
+            if isinstance(value, Mapping):
+                (var,) = self.source_variables()
+                out[key] = str(value.get(value_text(params[var]), ""))
+            else:
+                out[key] = substitute(str(value), params)
         return out
 
     # ---- parameter space --------------------------------------------------

@@ -84,7 +84,7 @@ class CommandBenchmark(Benchmark):
                     f"{var!r} is not a campaign variable (variables: {', '.join(variables) or 'none'})",
                 )
         allowed_run = set(variables) | RUN_BUILTINS
-        allowed_build = set(self.declared_build_vars) | BUILD_BUILTINS
+        allowed_build = set(self.declared_build_vars) | BUILD_BUILTINS | set(self.source_variables())
         self._check_template("benchmark.command", self.command, allowed_run)
         if self.build is not None:
             self._check_template("benchmark.build", self.build, allowed_build)

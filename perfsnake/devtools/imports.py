@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.machine": 1,
     "perfsnake.stats": 1,
     "perfsnake.precision": 2,
+    "perfsnake.versions": 2,
     "perfsnake.benchmarks": 2,
     "perfsnake.instruments": 3,
     "perfsnake.platforms": 3,

@@ -45,7 +45,8 @@ def build_from_spec(spec_json: str, output: str, log_file: str, inputs: list[str
     spec = json.loads(spec_json)
     bench = builder_from_spec(spec)
     build_dir = Path(output).resolve()
-    src_dir = layout.here(layout.source_dir(source_key(bench.source))).resolve() if bench.source else None
+    source = bench.source_for(spec["params"])
+    src_dir = layout.here(layout.source_dir(source_key(source))).resolve() if source else None
     script = bench.build_script(BuildContext(spec["params"], build_dir, src_dir, threads))
     build(script, build_dir, Path(log_file), spec["platform"], inputs)
 

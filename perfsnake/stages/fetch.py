@@ -110,7 +110,8 @@ def fetch_path(spec: dict[str, str], work: Path, log: TextIO) -> Path:
 
 def fetch(spec: dict[str, str], dest: Path, log: TextIO) -> None:
     """Fetch `spec` into `dest`, which appears only once complete."""
-    dest = Path(dest)
+    # Absolute: the fetchers run tools in sub-directories of the work directory.
+    dest = Path(dest).absolute()
     dest.parent.mkdir(parents=True, exist_ok=True)
     for stale in dest.parent.glob(f".tmp-{dest.name}-*"):
         shutil.rmtree(stale, ignore_errors=True)

@@ -285,8 +285,9 @@ def run_script(index: CampaignIndex, name: str, record_path: str, run: int, work
     bench = c.benchmark
     rdir = layout.here(layout.run_dir(name, record_path, run), workdir)
     build_dir = layout.here(layout.build_dir(bench.key, record.build_key), workdir) if bench.needs_build() else None
-    src_dir = layout.here(layout.source_dir(source_key(bench.source)), workdir) if bench.source else None
     params = {**c.run_params(record), **(extra or {})}
+    source = bench.source_for(params)
+    src_dir = layout.here(layout.source_dir(source_key(source)), workdir) if source else None
     ctx = RunContext(params, build_dir, rdir, c.duration_s, src_dir)
     header = {"campaign": name, "record": record_path, "run": run}
     body = c.instruments.compose(Context(params, rdir, workdir), bench.run_command(ctx))
