@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from perfsnake import expressions, versions
+from perfsnake import expressions, gates, versions
 from perfsnake.benchmarks import BUILTINS, make_benchmark
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.errors import CampaignError, did_you_mean
@@ -244,6 +244,8 @@ class Campaign:
     platform: Platform = field(default_factory=Local)
     #: derived metric -> its parsed expression, in declaration order
     derived: dict[str, ast.Expression] = field(default_factory=dict)
+    #: reference gates, checked and normalised (perfsnake.gates)
+    references: list[dict[str, object]] = field(default_factory=list)
 
     def build_params(self, record: Record) -> dict[str, object]:
         params = dict(self.benchmark.build_defaults)
@@ -603,6 +605,9 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
             raise CampaignError(origin, "precision.min_runs", "is larger than max_runs")
         if "nb_runs" in raw:
             raise CampaignError(origin, "nb_runs", "conflicts with precision (which sets min_runs and max_runs)")
+    references = gates.parse_references(
+        data["references"], order, recs, [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin
+    )
     compare = _compare_pairs(data["compare"], recs, order, origin)
     if compare and not instruments.uses("perf_record"):
         raise CampaignError(origin, "compare", "differential flame graphs need the perf_record wrapper")
@@ -631,6 +636,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         precision=precision,
         platform=platform,
         derived=derived,
+        references=references,
     )
     campaign.by_path = {r.path: r for r in records}
     return campaign

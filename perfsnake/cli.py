@@ -6,6 +6,8 @@
                                                set failed runs aside and re-run only them
     perfsnake summary [--config ...] [--strict]
                                                per campaign: counts, files, top differences
+    perfsnake check [--config ...] [--inconclusive fail|pass]
+                                               exit 1 when a reference gate failed (for CI)
     perfsnake compare PACKED.csv NEW.csv       a re-run's summary.csv against a packed one
     perfsnake artifact [--config ...] [--output FILE.zip] [--allow-failed]
                                                pack a finished campaign as a reproducible artifact
@@ -68,6 +70,14 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit with status 1 when any run failed, timed out or did not parse (for CI)",
     )
+    check = sub.add_parser(
+        "check", help="the campaigns' reference gates: one line per gate not passed; exit 1 on a failure"
+    )
+    config_option(check)
+    check.add_argument(
+        "--inconclusive", choices=["fail", "pass"], default="pass",
+        help="how an inconclusive gate (interval straddling its bound) counts (default: pass, reported)",
+    )  # fmt: skip
     cmp = sub.add_parser(
         "compare",
         help="compare a re-run's summary.csv with a packed one (per record and metric: means, in the packed interval?)",
@@ -121,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         from perfsnake.stages.summary import report
 
         return report(plan, {**config, "strict": args.strict or config.get("strict", False)}, succeeded=True)
+    if args.command == "check":
+        from perfsnake.stages.summary import check_gates
+
+        return check_gates(plan, args.inconclusive)
     failed = failed_runs(plan)
     if args.command == "failed":
         for rdir in failed:

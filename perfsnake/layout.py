@@ -120,6 +120,10 @@ def significant(campaign: str) -> str:
     return f"{RESULTS}/{campaign}/significant.md"
 
 
+def gates(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}/gates.csv"
+
+
 def overhead(campaign: str) -> str:
     return f"{RESULTS}/{campaign}/overhead.csv"
 

@@ -104,7 +104,7 @@ class CampaignIndex:
         if c.control_of:
             return [layout.results_json(name)]  # compared in the controlled campaign's overhead.csv
         targets = [layout.csv(name), layout.rows_json(name), layout.commands(name)]
-        targets += [layout.summary(name), layout.comparisons(name), layout.significant(name)]
+        targets += [layout.summary(name), layout.comparisons(name), layout.significant(name), layout.gates(name)]
         if self.controls(name):
             targets.append(layout.overhead(name))
         for plot in c.plots:
@@ -268,6 +268,12 @@ class CampaignIndex:
                 return json.dumps(p, sort_keys=True)
         raise KeyError(plot)
 
+    def baseline_inputs(self, name: str) -> list[str]:
+        """Earlier result directories the campaign's gates compare with (their results.json)."""
+        from perfsnake.gates import baseline_dirs
+
+        return [f"{d}/{name}/results.json" for d in baseline_dirs(self.campaigns[name].references)]
+
     def figure_spec(self, figure: str) -> str:
         """Parameters of a figure over several campaigns (a params value: edits redraw it)."""
         f = self.figures[figure]
@@ -310,5 +316,6 @@ def campaign_info(c: Campaign) -> dict[str, object]:
         "nb_runs": c.nb_runs,
         "records": len(c.records),
         "statistics": c.data["statistics"],
+        "references": c.references,
         "values": {v: list(dict.fromkeys(value_text(r.values[v]) for r in c.records)) for v in c.variables},
     }

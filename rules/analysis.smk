@@ -6,12 +6,15 @@
 rule analyse:
     input:
         results="results/{campaign}/results.json",
-        code=layout.package_code("stages/analysis.py", "stats.py"),
+        # Earlier result directories the reference gates compare with.
+        baselines=lambda wildcards: INDEX.baseline_inputs(wildcards.campaign),
+        code=layout.package_code("stages/analysis.py", "stats.py", "gates.py"),
     output:
         summary="results/{campaign}/summary.csv",
         # Shown in the report as HTML pages (rules/report.smk), not as downloads.
         comparisons="results/{campaign}/comparisons.csv",
         significant="results/{campaign}/significant.md",
+        gates="results/{campaign}/gates.csv",
     log:
         "results/{campaign}/logs/analyse.log",
     # Short and reads the whole campaign: on a cluster it runs on the submit host.

@@ -17,7 +17,7 @@ PERFSNAKE = [sys.executable, "-m", "perfsnake"]
 def test_every_subcommand_and_option_has_help():
     parser = _parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    assert set(sub.choices) == {"validate", "failed", "rerun-failed", "summary", "compare", "artifact"}
+    assert set(sub.choices) == {"validate", "failed", "rerun-failed", "summary", "check", "compare", "artifact"}
     helps = {a.dest: a.help for a in sub._choices_actions}
     assert all(helps.values()), helps
     for name, command in sub.choices.items():

@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.benchmarks": 2,
     "perfsnake.instruments": 3,
     "perfsnake.platforms": 3,
+    "perfsnake.gates": 3,
     "perfsnake.campaign": 4,
     "perfsnake.figures": 4,
     "perfsnake.planning": 5,

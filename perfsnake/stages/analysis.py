@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perfsnake import gates
 from perfsnake.escape import value_text
 from perfsnake.schema import schema_defaults
 from perfsnake.stats import spread_flags, summarise, trend, welch_on_subsessions
@@ -248,7 +249,11 @@ def write_csv(path: Path, rows: list[dict[str, object]], first: list[str]) -> No
 
 
 def write_significant(
-    path: Path, rows: list[dict[str, object]], campaign: str, summary: list[dict[str, object]] | None = None
+    path: Path,
+    rows: list[dict[str, object]],
+    campaign: str,
+    summary: list[dict[str, object]] | None = None,
+    verdicts: list[dict[str, object]] | None = None,
 ) -> None:
     """A short Markdown list of the significant differences, largest first,
     then the records with stability warnings."""
@@ -276,6 +281,11 @@ def write_significant(
             f"{float(r['relative_difference']):+.2%}, p = {float(r['p_value']):.3g}, adjusted p = {float(r.get('p_adjusted', r['p_value'])):.3g}, "  # type: ignore[arg-type]
             f"difference CI [{float(r['diff_ci_low']):.4g}, {float(r['diff_ci_high']):.4g}]"  # type: ignore[arg-type]
         )
+    if verdicts:
+        counts = {v: sum(g["verdict"] == v for g in verdicts) for v in gates.VERDICTS}
+        lines += ["", "## Reference gates", "", ", ".join(f"{n} {v}" for v, n in counts.items()) + ".", ""]
+        for g in sorted(verdicts, key=lambda g: -gates.VERDICTS.index(str(g["verdict"]))):
+            lines.append(f"- {str(g['verdict']).upper()}: {gate_line(g)}")
     flagged = [r for r in summary or [] if r.get("flags")]
     if flagged:
         lines += ["", "## Stability warnings", ""]
@@ -285,12 +295,67 @@ def write_significant(
     path.write_text("\n".join(lines) + "\n")
 
 
+def gate_rows(
+    results: list[dict], info: Mapping[str, object], baselines: Mapping[str, list[dict]] | None = None
+) -> list[dict[str, object]]:
+    """The verdicts of the campaign's reference gates (perfsnake.gates)."""
+    refs = list(info.get("references") or [])  # type: ignore[call-overload]
+    if not refs:
+        return []
+    variables = list(info["variables"])  # type: ignore[call-overload]
+    metrics = {str(r["metric"]) for r in refs}
+    samples = {m: samples_by_record(results, variables, m) for m in metrics}
+    earlier = {d: {m: samples_by_record(rows, variables, m) for m in metrics} for d, rows in (baselines or {}).items()}
+    return gates.evaluate(refs, samples, variables, options(info), earlier)
+
+
+def gate_line(g: Mapping[str, object]) -> str:
+    """One gate's verdict in words (significant.md, `perfsnake check`)."""
+    record = ", ".join(f"{k}={v}" for k, v in g.items() if k not in GATE_FIELDS) or "every record"
+    if g["kind"] == "absolute":
+        bounds = " and ".join(f"{k} {float(g[k]):.4g}" for k in ("lower", "upper") if g.get(k) not in (None, ""))  # type: ignore[arg-type]
+        detail = f"{g['statistic']} {float(g['value']):.4g}, CI [{float(g['ci_low']):.4g}, {float(g['ci_high']):.4g}] vs {bounds}"  # type: ignore[arg-type]
+    elif "difference" in g:
+        detail = (
+            f"{float(g['value']):.4g} vs baseline {g['baseline']} {float(g['baseline_mean']):.4g}: difference CI "  # type: ignore[arg-type]
+            f"[{float(g['ci_low']):.4g}, {float(g['ci_high']):.4g}], {g['better']} is better, "  # type: ignore[arg-type]
+            f"allowed regression {float(g['max_regression']):.1%}"  # type: ignore[arg-type]
+        )
+    else:
+        detail = f"baseline {g['baseline']}"
+    return f"gate {g['gate']}, {g['metric']} ({record}): {detail} ({g['reason']})"
+
+
+GATE_FIELDS = {
+    "gate", "metric", "kind", "statistic", "value", "ci_low", "ci_high", "lower", "upper", "verdict", "reason",
+    "baseline", "baseline_mean", "difference", "allowed_change", "max_regression", "better",
+}  # fmt: skip
+
+
 def analyse(
-    results: list[dict], info: Mapping[str, object], summary: Path, comparisons: Path, significant: Path
+    results: list[dict],
+    info: Mapping[str, object],
+    summary: Path,
+    comparisons: Path,
+    significant: Path,
+    gates_out: Path | None = None,
+    baselines: Mapping[str, list[dict]] | None = None,
 ) -> None:
     variables = list(info["variables"])  # type: ignore[call-overload]
     rows = summary_rows(results, info)
+    verdicts = gate_rows(results, info, baselines)
+    if verdicts:
+        # The worst verdict of a record's gates on a metric, beside its statistics.
+        for row in rows:
+            mine = [
+                str(g["verdict"])
+                for g in verdicts
+                if g["metric"] == row["metric"] and all(value_text(g[v]) == value_text(row[v]) for v in variables)
+            ]
+            row["verdict"] = gates.worst(mine)
     write_csv(summary, rows, [*variables, "metric"])
+    if gates_out is not None:
+        write_csv(gates_out, verdicts, ["gate", *variables, "metric", "kind", "verdict", "reason"])
     comps = comparison_rows(results, info)
     write_csv(comparisons, comps, ["metric", "variable", "a", "b", "fixed"])
     write_significant(
@@ -298,6 +363,7 @@ def analyse(
         comps,
         str(info["name"]),
         [{**{v: r[v] for v in variables}, "metric": r["metric"], "flags": r["flags"]} for r in rows],
+        verdicts,
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,6 +113,9 @@ def report(index: CampaignIndex, config: dict, succeeded: bool) -> int:
             lines.append(f"    files: {' '.join(o.files)}; report: snakemake --report report.html")
         for diff in o.top:
             lines.append(f"    significant: {diff}")
+        gates = _gate_counts(o.campaign)
+        if gates:
+            lines.append(f"    gates: {gates} (`perfsnake check` lists the others and fails on a failed gate)")
     bad = sum(o.bad for o in found)
     strict = strict_mode(config)
     if bad:
@@ -121,7 +125,46 @@ def report(index: CampaignIndex, config: dict, succeeded: bool) -> int:
     return 1 if strict and bad else 0
 
 
+def _gate_counts(campaign: str) -> str:
+    path = Path(layout.gates(campaign))
+    if not path.exists():
+        return ""
+    with path.open(newline="") as f:
+        verdicts = [r["verdict"] for r in csv.DictReader(f)]
+    return ", ".join(f"{verdicts.count(v)} {v}" for v in ("pass", "fail", "inconclusive") if verdicts.count(v))
+
+
 def finish(index: CampaignIndex, config: dict, succeeded: bool) -> None:
     """Snakemake's onsuccess/onerror handler: the summary, then strict mode's exit."""
     if report(index, config, succeeded):
         raise SystemExit(1)
+
+
+def check_gates(index: CampaignIndex, inconclusive: str = "pass") -> int:
+    """`perfsnake check`: every gate that did not pass, one line each; 1 when
+    one failed (or was inconclusive, with inconclusive="fail"), 2 when a
+    campaign with gates has not been analysed yet."""
+    from perfsnake.stages.analysis import gate_line
+
+    status, total = 0, 0
+    for name, c in index.campaigns.items():
+        if c.control_of or not c.references:
+            continue
+        path = Path(layout.gates(name))
+        if not path.exists():
+            print(f"perfsnake: check: {name}: no {path} (run the campaign first)", file=sys.stderr)
+            status = max(status, 2)
+            continue
+        with path.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        total += len(rows)
+        for row in rows:
+            verdict = row["verdict"]
+            if verdict == "pass":
+                continue
+            print(f"{name}: {verdict.upper()}: {gate_line(row)}")
+            if verdict == "fail" or inconclusive == "fail":
+                status = max(status, 1)
+    if status == 0:
+        print(f"perfsnake: check: {total} gate(s) passed" + (" or inconclusive" if inconclusive == "pass" else ""))
+    return status

@@ -1,0 +1,192 @@
+"""Reference gates: is a result still within its reference? (ReFrame-style)
+
+A campaign's `references:` list pins a metric of the records a selector
+(`where`) matches, either to absolute bounds (`lower`, `upper`, or `value`
+with a `tolerance`) or to a baseline: another record of the campaign (the
+selected record with the `baseline` values) or the same record in an earlier
+result directory, with the largest regression allowed (`max_regression`).
+Each gate gets a verdict from the campaign's statistics, never from a point
+estimate alone:
+
+- absolute: the statistic's interval (mean or median, as `statistics:`
+  says) inside the bounds: pass; wholly outside: fail; straddling a bound:
+  inconclusive;
+- baseline: the interval of the difference (Welch on subsessions, as the
+  comparisons) against the allowed regression, in the metric's `better`
+  direction: the whole interval within the allowance: pass; the whole
+  interval beyond it: fail; else inconclusive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from perfsnake import stats
+from perfsnake.benchmarks.base import metric_unit
+from perfsnake.errors import CampaignError, did_you_mean
+from perfsnake.escape import value_text
+
+VERDICTS = ("pass", "inconclusive", "fail")  # worst last
+
+
+def percent(value: object, origin: str, key: str) -> float:
+    """`5%` or 0.05 as a fraction."""
+    text = str(value).strip()
+    try:
+        number = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise CampaignError(origin, key, f"{value!r} is not a percentage (e.g. 5%)") from None
+    if not 0 <= number < 10:
+        raise CampaignError(origin, key, f"{value!r} is out of range (0% to 1000%)")
+    return number
+
+
+def better_of(metric: str, given: object, origin: str, key: str) -> str:
+    """Which way is better: given, or read from the unit (a rate: higher; a time: lower)."""
+    if given in ("higher", "lower"):
+        return str(given)
+    unit = metric_unit(metric) or ""
+    if unit.endswith("/s"):
+        return "higher"
+    if unit in ("s", "ms", "us", "ns", "us/op"):
+        return "lower"
+    raise CampaignError(
+        origin, f"{key}.better", f"say whether higher or lower {metric} is better (better: higher|lower)"
+    )
+
+
+def _matches(values: Mapping[str, object], where: Mapping[str, object]) -> bool:
+    return all(value_text(values.get(k)) == value_text(v) for k, v in where.items())
+
+
+def parse_references(
+    entries: Sequence[Mapping[str, object]],
+    variables: list[str],
+    records: list[dict[str, object]],
+    metrics: list[str],
+    origin: str,
+) -> list[dict[str, object]]:
+    """The `references:` of a campaign, checked before any run and normalised."""
+    out = []
+    for i, entry in enumerate(entries):
+        key = f"references[{i}]"
+        metric = str(entry["metric"])
+        if metric not in [*metrics, "wall_s"]:
+            raise CampaignError(origin, f"{key}.metric", f"{metric!r} is not a metric{did_you_mean(metric, metrics)}")
+        where = dict(entry.get("where") or {})  # type: ignore[call-overload]
+        base = entry.get("baseline")
+        for var in [*where, *(base if isinstance(base, dict) else {})]:
+            if var not in variables:
+                raise CampaignError(origin, key, f"{var!r} is not a variable{did_you_mean(var, variables)}")
+        selected = [r for r in records if _matches(r, where)]
+        if not selected:
+            raise CampaignError(origin, f"{key}.where", f"selects no record ({where})")
+        ref: dict[str, object] = {"index": i, "metric": metric, "where": {k: value_text(v) for k, v in where.items()}}
+        if "baseline" in entry:
+            if "max_regression" not in entry:
+                raise CampaignError(
+                    origin, f"{key}.max_regression", "a baseline needs the regression it allows (e.g. 5%)"
+                )
+            ref.update(kind="baseline", max_regression=percent(entry["max_regression"], origin, f"{key}.max_regression"),
+                       better=better_of(metric, entry.get("better"), origin, key))  # fmt: skip
+            baseline = entry["baseline"]
+            if isinstance(baseline, dict):
+                ref["baseline"] = {k: value_text(v) for k, v in baseline.items()}
+                for rec in selected:
+                    if not any(_matches(r, {**rec, **baseline}) for r in records):
+                        raise CampaignError(origin, f"{key}.baseline", f"no record { ({**rec, **baseline}) }")
+            else:
+                ref["baseline"] = str(baseline)  # an earlier result directory, checked when analysed
+        else:
+            bounds = {k: entry.get(k) for k in ("lower", "upper")}
+            if "value" in entry:
+                tol = percent(entry.get("tolerance", "0%"), origin, f"{key}.tolerance")
+                value = float(entry["value"])  # type: ignore[arg-type]
+                bounds = {"lower": value * (1 - tol), "upper": value * (1 + tol)}
+            if bounds["lower"] is None and bounds["upper"] is None:
+                raise CampaignError(origin, key, "set lower and/or upper, value with tolerance, or a baseline")
+            ref.update(kind="absolute", **{k: None if v is None else float(v) for k, v in bounds.items()})  # type: ignore[arg-type]
+        out.append(ref)
+    return out
+
+
+def _absolute(ref: Mapping[str, object], lo: float, hi: float) -> tuple[str, str]:
+    lower, upper = ref.get("lower"), ref.get("upper")
+    if (lower is not None and hi < lower) or (upper is not None and lo > upper):  # type: ignore[operator]
+        return "fail", "interval outside the bounds"
+    if (lower is None or lo >= lower) and (upper is None or hi <= upper):  # type: ignore[operator]
+        return "pass", "interval within the bounds"
+    return "inconclusive", "interval straddles a bound"
+
+
+def _relative(ref: Mapping[str, object], comp: stats.Comparison) -> tuple[str, str, float]:
+    allowed = float(ref["max_regression"]) * abs(comp.mean_a)  # type: ignore[arg-type]
+    # Regression is a lower value for higher-is-better, a higher one otherwise.
+    sign = 1.0 if ref["better"] == "higher" else -1.0
+    worst, best = sorted((sign * comp.diff_ci_low, sign * comp.diff_ci_high))
+    if best < -allowed:
+        return "fail", "regression beyond the allowance", allowed
+    if worst >= -allowed:
+        return "pass", "within the allowed regression", allowed
+    return "inconclusive", "interval straddles the allowed regression", allowed
+
+
+def evaluate(
+    refs: Sequence[Mapping[str, object]],
+    samples: Mapping[str, Mapping[tuple[str, ...], np.ndarray]],
+    variables: list[str],
+    opts: Mapping[str, object],
+    baseline_samples: Mapping[str, Mapping[str, Mapping[tuple[str, ...], np.ndarray]]] | None = None,
+) -> list[dict[str, object]]:
+    """One row per gate and record: the statistic or difference with its
+    interval, the bound, the verdict and why. `samples`: metric -> record key
+    -> ok runs in order; `baseline_samples`: directory -> the same."""
+    confidence, threshold = float(opts["confidence"]), float(opts["autocorrelation_threshold"])  # type: ignore[arg-type]
+    alpha, statistic = float(opts["alpha"]), str(opts.get("statistic", "mean"))  # type: ignore[arg-type]
+    rows: list[dict[str, object]] = []
+    for ref in refs:
+        metric = str(ref["metric"])
+        for key, x in (samples.get(metric) or {}).items():
+            values = dict(zip(variables, key, strict=True))
+            if not _matches(values, ref["where"]):  # type: ignore[arg-type]
+                continue
+            row: dict[str, object] = {"gate": ref["index"], **values, "metric": metric, "kind": ref["kind"]}
+            if ref["kind"] == "absolute":
+                s = stats.summarise(x, confidence, threshold)
+                lo, hi = (
+                    (s.median_ci_low, s.median_ci_high) if statistic == "median" else (s.mean_ci_low, s.mean_ci_high)
+                )
+                row.update(statistic=statistic, value=s.median if statistic == "median" else s.mean, ci_low=lo, ci_high=hi,
+                           lower=ref.get("lower"), upper=ref.get("upper"))  # fmt: skip
+                verdict, why = ("inconclusive", "fewer than 2 ok runs") if s.n < 2 else _absolute(ref, lo, hi)
+            else:
+                baseline = ref["baseline"]
+                if isinstance(baseline, dict):
+                    base_key = tuple(value_text({**values, **baseline}[v]) for v in variables)
+                    base = samples[metric].get(base_key, np.array([]))
+                    row["baseline"] = ", ".join(f"{k}={v}" for k, v in baseline.items())
+                else:
+                    base = ((baseline_samples or {}).get(str(baseline)) or {}).get(metric, {}).get(key, np.array([]))
+                    row["baseline"] = str(baseline)
+                if len(base) < 2 or len(x) < 2:
+                    verdict, why = "inconclusive", "fewer than 2 ok runs on a side"
+                    row.update(max_regression=ref["max_regression"], better=ref["better"])
+                else:
+                    comp, _ = stats.welch_on_subsessions(base, x, confidence, alpha, threshold)
+                    verdict, why, allowed = _relative(ref, comp)
+                    row.update(baseline_mean=comp.mean_a, value=comp.mean_b, difference=comp.difference,
+                               ci_low=comp.diff_ci_low, ci_high=comp.diff_ci_high, allowed_change=allowed,
+                               max_regression=ref["max_regression"], better=ref["better"])  # fmt: skip
+            row.update(verdict=verdict, reason=why)
+            rows.append(row)
+    return rows
+
+
+def worst(verdicts: Sequence[str]) -> str:
+    return max(verdicts, key=VERDICTS.index) if verdicts else ""
+
+
+def baseline_dirs(refs: Sequence[Mapping[str, object]]) -> list[str]:
+    return sorted({str(r["baseline"]) for r in refs if r.get("kind") == "baseline" and isinstance(r["baseline"], str)})
