@@ -247,6 +247,17 @@ class Campaign:
     #: reference gates, checked and normalised (perfsnake.gates)
     references: list[dict[str, object]] = field(default_factory=list)
 
+    @property
+    def version_variables(self) -> list[str]:
+        """Variables whose values are a commit range (oldest first): the regression view's x."""
+        return [v for v, spec in self.data["variables"].items() if isinstance(spec, dict)]
+
+    def regression_metrics(self) -> list[str]:
+        """The metrics the regression view draws: the gated ones, else the plotted ones, else the benchmark's."""
+        gated = [str(r["metric"]) for r in self.references]
+        plotted = [str(m) for p in self.plots for m in (p["y"] if isinstance(p["y"], list) else [p["y"]])]
+        return list(dict.fromkeys(gated or plotted or list(self.benchmark.metrics)))
+
     def build_params(self, record: Record) -> dict[str, object]:
         params = dict(self.benchmark.build_defaults)
         params.update({v: record.values[v] for v in self.build_vars})

@@ -120,6 +120,15 @@ def significant(campaign: str) -> str:
     return f"{RESULTS}/{campaign}/significant.md"
 
 
+def regression_steps(campaign: str) -> str:
+    """Steps found along a campaign's commit range (regression view)."""
+    return f"{RESULTS}/{campaign}/regression/steps.csv"
+
+
+def regression_figure(campaign: str, metric: str, ext: str) -> str:
+    return f"{RESULTS}/{campaign}/regression/{metric}.{ext}"
+
+
 def gates(campaign: str) -> str:
     return f"{RESULTS}/{campaign}/gates.csv"
 

@@ -109,6 +109,11 @@ class CampaignIndex:
             targets.append(layout.overhead(name))
         for plot in c.plots:
             targets += [layout.plot(name, plot["name"], ext) for ext in ("svg", "png", "pdf")]
+        if c.version_variables:
+            targets.append(layout.regression_steps(name))
+            targets += [
+                layout.regression_figure(name, m, e) for m in c.regression_metrics() for e in ("svg", "png", "pdf")
+            ]
         targets += layout.report_targets(
             name, bool(self.controls(name)), any(t.endswith(".svg") for t in self.instrument_targets(name))
         )
@@ -317,5 +322,8 @@ def campaign_info(c: Campaign) -> dict[str, object]:
         "records": len(c.records),
         "statistics": c.data["statistics"],
         "references": c.references,
+        "versions": c.version_variables,
+        "units": c.benchmark.units(),
+        "regression_metrics": c.regression_metrics() if c.version_variables else [],
         "values": {v: list(dict.fromkeys(value_text(r.values[v]) for r in c.records)) for v in c.variables},
     }

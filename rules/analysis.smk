@@ -45,3 +45,50 @@ rule overhead:
         variants=control_variants,
     script:
         "../scripts/overhead.py"
+
+
+# Regression view of a campaign whose variable is a commit range: the steps
+# along the range, then one figure per metric (perfsnake.stages.regression).
+rule regression_steps:
+    input:
+        results="results/{campaign}/results.json",
+        code=layout.package_code("stages/regression.py", "stats.py"),
+    output:
+        "results/{campaign}/regression/steps.csv",
+    log:
+        "results/{campaign}/logs/regression_steps.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        campaign=campaign_info,
+    script:
+        "../scripts/regression.py"
+
+
+rule regression_figure:
+    input:
+        results="results/{campaign}/results.json",
+        steps="results/{campaign}/regression/steps.csv",
+        code=layout.package_code("stages/regression.py"),
+    output:
+        svg=report(
+            "results/{campaign}/regression/{metric}.svg",
+            caption="../workflow/report/regression.rst",
+            category="{campaign}",
+            subcategory="figures",
+            labels={"figure": "regression of {metric}"},
+        ),
+        png="results/{campaign}/regression/{metric}.png",
+        pdf="results/{campaign}/regression/{metric}.pdf",
+    log:
+        "results/{campaign}/logs/regression-{metric}.log",
+    wildcard_constraints:
+        metric=r"[^/]+",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        campaign=campaign_info,
+    script:
+        "../scripts/regression.py"

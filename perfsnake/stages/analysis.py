@@ -254,6 +254,7 @@ def write_significant(
     campaign: str,
     summary: list[dict[str, object]] | None = None,
     verdicts: list[dict[str, object]] | None = None,
+    adjacent: list[dict[str, object]] | None = None,
 ) -> None:
     """A short Markdown list of the significant differences, largest first,
     then the records with stability warnings."""
@@ -280,6 +281,15 @@ def write_significant(
             f"- {r['metric']}: {r['variable']} {r['b']} vs {r['a']} ({r['fixed'] or 'no other variable'}): "
             f"{float(r['relative_difference']):+.2%}, p = {float(r['p_value']):.3g}, adjusted p = {float(r.get('p_adjusted', r['p_value'])):.3g}, "  # type: ignore[arg-type]
             f"difference CI [{float(r['diff_ci_low']):.4g}, {float(r['diff_ci_high']):.4g}]"  # type: ignore[arg-type]
+        )
+    if adjacent:
+        lines += ["", "## Adjacent versions", "", "Each version against the one before it (range order):", ""]
+    for r in adjacent or []:
+        mark = "significant" if r["significant"] else "not significant"
+        lines.append(
+            f"- {r['metric']}: {r['a']} -> {r['b']} ({r['fixed'] or 'no other variable'}): "
+            f"{float(r['relative_difference']):+.2%}, difference CI [{float(r['diff_ci_low']):.4g}, "  # type: ignore[arg-type]
+            f"{float(r['diff_ci_high']):.4g}], adjusted p = {float(r.get('p_adjusted', r['p_value'])):.3g} ({mark})"  # type: ignore[arg-type]
         )
     if verdicts:
         counts = {v: sum(g["verdict"] == v for g in verdicts) for v in gates.VERDICTS}
@@ -364,7 +374,21 @@ def analyse(
         str(info["name"]),
         [{**{v: r[v] for v in variables}, "metric": r["metric"], "flags": r["flags"]} for r in rows],
         verdicts,
+        adjacent_versions(comps, info),
     )
+
+
+def adjacent_versions(comps: list[dict[str, object]], info: Mapping[str, object]) -> list[dict[str, object]]:
+    """The comparisons of each version with the one before it in the range, for the gated or plotted metrics."""
+    out = []
+    for var in info.get("versions") or []:  # type: ignore[attr-defined]
+        order = [value_text(v) for v in info["values"][var]]  # type: ignore[index]
+        metrics = set(info.get("regression_metrics") or [])  # type: ignore[call-overload]
+        for r in comps:
+            if r["variable"] == var and r["metric"] in metrics and str(r["a"]) in order and str(r["b"]) in order:
+                if order.index(str(r["b"])) == order.index(str(r["a"])) + 1:
+                    out.append(r)
+    return out
 
 
 def overhead_rows(

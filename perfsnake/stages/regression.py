@@ -1,0 +1,143 @@
+"""The regression view (rules/analysis.smk, rule regression): a metric along
+a campaign's commit range, the steps in it, and the comparisons of adjacent
+versions.
+
+Steps are change points of the runs taken in version order (ruptures' binary
+segmentation, least squares, on the series scaled by its pooled within-version
+noise, with a BIC-like penalty), moved to the nearest version boundary, and
+kept only when the runs of the segment before and after differ by Welch's
+test on subsessions, Holm-corrected over the candidate steps: a step is where
+the metric changed, with the interval of the change.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import ruptures
+
+from perfsnake.escape import value_text
+from perfsnake.stages.analysis import adjust, options, samples_by_record
+from perfsnake.stats import summarise, welch_on_subsessions
+
+STEP_COLUMNS = ["metric", "series", "version", "previous", "mean_before", "mean_after", "relative_change",
+                "diff_ci_low", "diff_ci_high", "p_value", "p_adjusted", "significant"]  # fmt: skip
+
+
+def series_of(results: list[dict], info: Mapping[str, object], metric: str) -> dict[str, list[tuple[str, np.ndarray]]]:
+    """Per combination of the other variables ("series"), the versions in range
+    order with their ok runs."""
+    variables = list(info["variables"])  # type: ignore[call-overload]
+    version = str(list(info["versions"])[0])  # type: ignore[call-overload]
+    order = [value_text(v) for v in info["values"][version]]  # type: ignore[index]
+    others = [v for v in variables if v != version]
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for key, x in samples_by_record(results, variables, metric).items():
+        values = dict(zip(variables, key, strict=True))
+        label = ", ".join(f"{v}={values[v]}" for v in others if len(info["values"][v]) > 1) or "all"  # type: ignore[index]
+        out.setdefault(label, {})[values[version]] = x
+    return {label: [(v, runs[v]) for v in order if v in runs] for label, runs in out.items()}
+
+
+def find_steps(versions: Sequence[tuple[str, np.ndarray]], opts: Mapping[str, object]) -> list[dict[str, object]]:
+    """Candidate steps along one series, each tested (not yet corrected)."""
+    kept = [(v, x) for v, x in versions if len(x) >= 2]
+    if len(kept) < 2:
+        return []
+    runs = np.concatenate([x for _, x in kept])
+    bounds = np.cumsum([len(x) for _, x in kept])  # end of each version's runs
+    noise = np.sqrt(np.mean([x.var(ddof=1) for _, x in kept]))
+    scale = noise if noise > 0 else (np.std(runs) or 1.0)
+    z = (runs - runs.mean()) / scale
+    penalty = 3.0 * np.log(len(z))
+    cuts = ruptures.Binseg(model="l2", min_size=2, jump=1).fit(z).predict(pen=penalty)[:-1] if len(z) >= 4 else []
+    # Every version boundary a cut falls nearest to; identical versions (no
+    # noise at all) are cut wherever the value changes.
+    boundaries = sorted({int(np.argmin(np.abs(bounds[:-1] - c))) for c in cuts})
+    if noise == 0:
+        boundaries = [i for i in range(len(kept) - 1) if kept[i][1].mean() != kept[i + 1][1].mean()]
+    edges = [-1, *boundaries, len(kept) - 1]
+    steps = []
+    for j, b in enumerate(boundaries):
+        before = np.concatenate([x for _, x in kept[edges[j] + 1 : b + 1]])
+        after = np.concatenate([x for _, x in kept[b + 1 : edges[j + 2] + 1]])
+        comp, _ = welch_on_subsessions(before, after, float(opts["confidence"]), float(opts["alpha"]),
+                                       float(opts["autocorrelation_threshold"]))  # fmt: skip
+        steps.append({"version": kept[b + 1][0], "previous": kept[b][0], "mean_before": comp.mean_a,
+                      "mean_after": comp.mean_b, "relative_change": comp.relative_difference,
+                      "diff_ci_low": comp.diff_ci_low, "diff_ci_high": comp.diff_ci_high, "p_value": comp.p_value})  # fmt: skip
+    return steps
+
+
+def steps_table(results: list[dict], info: Mapping[str, object]) -> list[dict[str, object]]:
+    opts = options(info)
+    rows: list[dict[str, object]] = []
+    for metric in info["regression_metrics"]:  # type: ignore[attr-defined]
+        for label, versions in series_of(results, info, str(metric)).items():
+            rows += [{"metric": metric, "series": label, **s} for s in find_steps(versions, opts)]
+    for row, p_adj in zip(rows, adjust([float(r["p_value"]) for r in rows], "holm"), strict=True):
+        row["p_adjusted"] = p_adj
+        row["significant"] = bool(p_adj < float(opts["alpha"]))
+    return rows
+
+
+def write_steps(path: Path, rows: list[dict[str, object]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=STEP_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def draw(results: list[dict], info: Mapping[str, object], metric: str, steps: list[dict[str, object]],
+         outputs: Sequence[Path], unit: str | None = None) -> None:  # fmt: skip
+    """The metric per version (range order) with its interval, one line per series; steps as dashed rules."""
+    opts = options(info)
+    rows = []
+    order: list[str] = []
+    for label, versions in series_of(results, info, metric).items():
+        for version, x in versions:
+            if version not in order:
+                order.append(version)
+            if not len(x):
+                continue
+            s = summarise(x, float(opts["confidence"]), float(opts["autocorrelation_threshold"]))
+            rows.append(
+                {
+                    "version": version,
+                    "series": label,
+                    "value": s.mean,
+                    "lo": s.mean_ci_low,
+                    "hi": s.mean_ci_high,
+                    "n": s.n,
+                }
+            )
+    table = pd.DataFrame(rows, columns=["version", "series", "value", "lo", "hi", "n"])
+    xenc = alt.X("version:N", sort=order, title=str(list(info["versions"])[0]), axis=alt.Axis(labelAngle=-40))  # type: ignore[call-overload]
+    title = f"{metric} ({unit})" if unit else metric
+    colour = alt.Color("series:N", title=None) if table["series"].nunique() > 1 else alt.value("#4c78a8")
+    line = alt.Chart(table).mark_line(point=True).encode(x=xenc, y=alt.Y("value:Q", title=title), color=colour)
+    spread = table[table["hi"] > table["lo"]]  # a version whose runs all agree has no bar to draw
+    bars = (
+        alt.Chart(spread)
+        .mark_errorbar(ticks=True)
+        .encode(x=xenc, y=alt.Y("lo:Q", title=title), y2="hi:Q", color=colour)
+    )
+    layers: list[alt.Chart] = [line, bars]
+    marked = pd.DataFrame([{"version": s["version"], "label": f"{float(s['relative_change']):+.1%}"}
+                           for s in steps if s["metric"] == metric and s["significant"]], columns=["version", "label"])  # fmt: skip
+    if len(marked):
+        layers.append(alt.Chart(marked).mark_rule(strokeDash=[4, 3], color="#d62728").encode(x=xenc))
+        layers.append(alt.Chart(marked).mark_text(align="left", dx=4, dy=-4, color="#d62728").encode(
+            x=xenc, y=alt.value(8), text="label:N"))  # fmt: skip
+    chart = alt.layer(*layers).properties(
+        width=max(240, 28 * len(order)), height=180,
+        title=alt.TitleParams(f"{metric} along {list(info['versions'])[0]}", subtitle=f"mean, {float(opts['confidence']):.0%} CI; dashed: steps"),  # type: ignore[call-overload]
+    )  # fmt: skip
+    for out in outputs:
+        chart.save(str(out), scale_factor=2) if Path(out).suffix == ".png" else chart.save(str(out))
