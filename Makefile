@@ -26,7 +26,12 @@ $(INFERNO):
 	@test -n "$(CARGO)" || { echo "cargo (Rust >= 1.71) is needed to install inferno: https://rustup.rs"; exit 1; }
 	$(CARGO) install inferno --locked --version $(INFERNO_VERSION) --root resources/tools
 
-setup: $(STAMP) $(INFERNO)
+# The git history of the ready regression campaign (regression_heater.yaml).
+DEMO_REPO := resources/demo/heater-history/.git
+$(DEMO_REPO):
+	bash scripts/setup/demo_repo.sh
+
+setup: $(STAMP) $(INFERNO) $(DEMO_REPO)
 
 ## Run every campaign listed in config/config.yaml (CAMPAIGN=path runs one;
 ## CONFIG=config/figures/locks.yaml runs that configuration's campaigns and figures).

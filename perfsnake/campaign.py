@@ -480,6 +480,22 @@ def _compare_pairs(entries: list[dict], recs: list[dict], order: list[str], orig
     return list(dict.fromkeys(pairs))
 
 
+def _with_commits(references: list[dict], variables: dict) -> list[dict]:
+    """References naming a version by a tag or branch (`baseline: {version: v1}`)
+    name it by the commit id the range gives it."""
+    ranges = {v: spec for v, spec in variables.items() if isinstance(spec, dict)}
+    if not ranges:
+        return references
+    out = []
+    for ref in references:
+        ref = dict(ref)
+        for part in ("where", "baseline"):
+            if isinstance(ref.get(part), dict):
+                ref[part] = {k: versions.resolve(ranges[k], v) if k in ranges else v for k, v in ref[part].items()}
+        out.append(ref)
+    return out
+
+
 def _check_sources(benchmark: Benchmark, recs: list[dict], order: list[str], origin: str) -> None:
     """A source naming variables (`rev: "{version}"`): every name is a
     variable, a checksum mapping has one variable and an entry for each of its
@@ -617,8 +633,9 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         if "nb_runs" in raw:
             raise CampaignError(origin, "nb_runs", "conflicts with precision (which sets min_runs and max_runs)")
     references = gates.parse_references(
-        data["references"], order, recs, [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin
-    )
+        _with_commits(data["references"], data["variables"]), order, recs,
+        [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin,
+    )  # fmt: skip
     compare = _compare_pairs(data["compare"], recs, order, origin)
     if compare and not instruments.uses("perf_record"):
         raise CampaignError(origin, "compare", "differential flame graphs need the perf_record wrapper")

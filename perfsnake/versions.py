@@ -73,6 +73,17 @@ def commit_range(spec: Mapping[str, object], origin: str, key: str) -> list[str]
     return [c[:SHORT] for c in kept]
 
 
+def resolve(spec: Mapping[str, object], ref: object) -> str:
+    """A ref of the range's repository (tag, branch, commit) as the value the
+    range gives its commit; the ref itself when git does not know it."""
+    text = str(ref)
+    try:
+        commit = _git(local_repository(str(spec["git"])), "rev-parse", "--verify", "--quiet", f"{text}^{{commit}}")
+    except RuntimeError:
+        return text
+    return commit.strip()[:SHORT] or text
+
+
 def subjects(spec: Mapping[str, object], commits: list[str]) -> dict[str, str]:
     """commit -> its subject line (for bisect.md and labels)."""
     repo = local_repository(str(spec["git"]))

@@ -165,3 +165,28 @@ def test_steps_are_found_where_the_metric_changed_and_nowhere_else():
     # Seeded: a 20 % step under 2 % noise is found every time; a step where
     # nothing changed shows up about once in 40 series.
     assert found == 20 and false <= 2
+
+
+@pytest.mark.e2e
+def test_the_ready_regression_campaign_runs(tmp_path):
+    import subprocess as sp
+
+    import yaml
+    from helpers import ROOT
+
+    sp.run(["bash", str(ROOT / "scripts/setup/demo_repo.sh")], check=True)  # made by `make setup`; idempotent
+    (tmp_path / "resources/demo").mkdir(parents=True)
+    (tmp_path / "resources/demo/heater-history").symlink_to(ROOT / "resources/demo/heater-history")
+    data = yaml.safe_load((ROOT / "config/campaigns/regression_heater.yaml").read_text())
+    data.update(nb_runs=2, duration_s=0.1)  # the structure, not the figures: those need a quiet machine
+    camp = write_campaign(tmp_path, data)
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert jobs_run(proc, "build") == 8 and jobs_run(proc, "run") == 16
+    results = tmp_path / "results/regression_heater"
+    assert (results / "regression/ops_per_s.png").exists() and (results / "regression/steps.csv").exists()
+    gates = read_csv_plain(results / "gates.csv")
+    assert len(gates) == 8 and {g["verdict"] for g in gates} <= {"pass", "fail", "inconclusive"}
+    # The baseline named by its tag (v1) is the first commit of the range.
+    first = subprocess.run(["git", "-C", str(ROOT / "resources/demo/heater-history"), "rev-parse", "v1"],
+                           capture_output=True, text=True, check=True).stdout[:12]  # fmt: skip
+    assert {g["baseline"] for g in gates} == {f"version={first}"}

@@ -58,7 +58,9 @@ def fetch_debian(spec: dict[str, str], work: Path, log: TextIO) -> Path:
 
 def fetch_git(spec: dict[str, str], work: Path, log: TextIO) -> Path:
     dest = work / "src"
-    _run(["git", "clone", "--quiet", spec["git"], str(dest)], work, log)
+    # A local repository named relative to the working directory, not to `work`.
+    url = str(Path(spec["git"]).absolute()) if Path(spec["git"]).is_dir() else spec["git"]
+    _run(["git", "clone", "--quiet", url, str(dest)], work, log)
     _run(["git", "-c", "advice.detachedHead=false", "checkout", "--quiet", spec["rev"]], dest, log)
     return dest
 

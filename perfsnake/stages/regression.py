@@ -23,6 +23,7 @@ import ruptures
 
 from perfsnake.escape import value_text
 from perfsnake.stages.analysis import adjust, options, samples_by_record
+from perfsnake.stages.report import INK, SI_AXIS
 from perfsnake.stats import summarise, welch_on_subsessions
 
 STEP_COLUMNS = ["metric", "series", "version", "previous", "mean_before", "mean_after", "relative_change",
@@ -121,14 +122,15 @@ def draw(results: list[dict], info: Mapping[str, object], metric: str, steps: li
     xenc = alt.X("version:N", sort=order, title=str(list(info["versions"])[0]), axis=alt.Axis(labelAngle=-40))  # type: ignore[call-overload]
     title = f"{metric} ({unit})" if unit else metric
     colour = alt.Color("series:N", title=None) if table["series"].nunique() > 1 else alt.value("#4c78a8")
-    line = alt.Chart(table).mark_line(point=True).encode(x=xenc, y=alt.Y("value:Q", title=title), color=colour)
+    y = alt.Y("value:Q", title=title, axis=SI_AXIS)
+    line = alt.Chart(table).mark_line(point=True).encode(x=xenc, y=y, color=colour)
     spread = table[table["hi"] > table["lo"]]  # a version whose runs all agree has no bar to draw
-    bars = (
-        alt.Chart(spread)
-        .mark_errorbar(ticks=True)
-        .encode(x=xenc, y=alt.Y("lo:Q", title=title), y2="hi:Q", color=colour)
-    )
-    layers: list[alt.Chart] = [line, bars]
+    bars = alt.Chart(spread).mark_rule(color=INK).encode(x=xenc, y=alt.Y("lo:Q", title=title), y2="hi:Q")
+    caps = [
+        alt.Chart(spread).mark_tick(orient="horizontal", size=8, thickness=1.2, color=INK).encode(x=xenc, y=f"{end}:Q")
+        for end in ("lo", "hi")
+    ]
+    layers: list[alt.Chart] = [line, bars, *caps]
     marked = pd.DataFrame([{"version": s["version"], "label": f"{float(s['relative_change']):+.1%}"}
                            for s in steps if s["metric"] == metric and s["significant"]], columns=["version", "label"])  # fmt: skip
     if len(marked):
