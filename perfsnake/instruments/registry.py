@@ -12,10 +12,12 @@ from perfsnake.instruments.hooks import Command, Cooldown, Daemon, DropCaches, G
 from perfsnake.instruments.libs import Allocator, Jemalloc, Preload, SharedLib, Tcmalloc
 from perfsnake.instruments.locks import Lock
 from perfsnake.instruments.profiling import PerfRecord, PerfStat
+from perfsnake.instruments.sched import SchedTimeline
 from perfsnake.instruments.wrappers import Env, Ltrace, Nice, Numactl, Strace, Taskset, Time, Valgrind, Wrapper
 
 WRAPPERS: dict[str, type[Wrapper]] = {
-    w.kind: w for w in (Taskset, Numactl, Env, Nice, Time, Strace, Ltrace, Valgrind, PerfStat, PerfRecord)
+    w.kind: w
+    for w in (Taskset, Numactl, Env, Nice, Time, Strace, Ltrace, Valgrind, PerfStat, PerfRecord, SchedTimeline)
 }
 LIBS: dict[str, type[SharedLib]] = {lib.kind: lib for lib in (Jemalloc, Tcmalloc, Allocator, Preload, Lock)}
 HOOKS: dict[str, type[Hook]] = {

@@ -1,0 +1,52 @@
+"""Scheduler timeline stage (rules/sched.smk): the Gantt chart of a run's
+threads from its sched_timeline recording (perfsnake.instruments.sched)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import altair as alt
+import pandas as pd
+
+from perfsnake.instruments.sched import load
+
+ROW_PX = 18
+
+
+def draw_gantt(run_dir: Path, outputs: Sequence[Path], title: str) -> None:
+    """One row per thread (name[tid]), a bar per run slice coloured by CPU;
+    migrations as red ticks, wake-ups as small dots. A run without a
+    recording (it failed first) gets a figure that says so."""
+    timeline = load(run_dir)
+    if not timeline or not timeline["slices"]:
+        chart = alt.Chart(pd.DataFrame({"text": ["no scheduler recording: the run failed before perf wrote it"]}))
+        figure = chart.mark_text().encode(text="text:N").properties(width=400, height=40, title=title)
+    else:
+        label = {t["tid"]: f"{t['name']}[{t['tid']}]" for t in timeline["threads"]}
+        order = [label[t["tid"]] for t in timeline["threads"]]
+        slices = pd.DataFrame(timeline["slices"])
+        slices["thread"] = slices["tid"].map(label)
+        slices["cpu"] = slices["cpu"].map(lambda c: f"CPU {c}")
+        y = alt.Y("thread:N", sort=order, title=None)
+        bars = alt.Chart(slices).mark_bar(height=ROW_PX * 0.7).encode(
+            x=alt.X("start:Q", title="time since the first slice (ms)"), x2="end:Q", y=y,
+            color=alt.Color("cpu:N", title="CPU"), tooltip=["thread", "cpu", "start", "end"],
+        )  # fmt: skip
+        layers: list[alt.Chart] = [bars]
+        marks = (("migrations", "#d62728", "tick"), ("wakeups", "#222222", "point"))
+        for key, colour, kind in marks:
+            frame = pd.DataFrame([e for e in timeline[key] if e["tid"] in label])
+            if len(frame):
+                frame["thread"] = frame["tid"].map(label)
+                mark = alt.Chart(frame).mark_tick(color=colour, thickness=2, size=ROW_PX) if kind == "tick" else \
+                    alt.Chart(frame).mark_point(color=colour, size=12, filled=True)  # fmt: skip
+                layers.append(mark.encode(x="t:Q", y=y, tooltip=["thread", "t"]))
+        totals = timeline["totals"]
+        subtitle = (f"{totals['sched.threads']} threads, {totals['sched.migrations']} migrations (red), "
+                    f"{totals['sched.cpus_used']} CPUs; dots: wake-ups")  # fmt: skip
+        figure = alt.layer(*layers).properties(
+            width=560, height=max(60, ROW_PX * len(order)), title=alt.TitleParams(title, subtitle=subtitle)
+        )
+    for out in outputs:
+        figure.save(str(out), scale_factor=2) if Path(out).suffix == ".png" else figure.save(str(out))

@@ -1,0 +1,93 @@
+"""The scheduler timeline (sched_timeline): real `perf record` of the
+scheduler's tracepoints around a two-thread program, the threads' placement
+read back from the recording, the Gantt chart, the sched.* metrics."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+from helpers import snakemake, write_campaign
+
+from perfsnake.instruments import sched
+from perfsnake.results import read_csv
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("perf") is None or sched.missing_tracepoint() is not None, reason="needs perf and sched tracepoints"
+)
+
+TWO_THREADS = r"""
+#include <pthread.h>
+#include <stdio.h>
+static void *spin(void *a) { volatile unsigned long x = 0; for (unsigned long i = 0; i < 30000000UL; i++) x += i; return a; }
+int main(void) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, spin, 0);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+    puts("done=1");
+    return 0;
+}
+"""
+
+
+@pytest.mark.e2e
+def test_timeline_shows_where_threads_ran(tmp_path):
+    prog = tmp_path / "two"
+    (tmp_path / "two.c").write_text(TWO_THREADS)
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(prog), str(tmp_path / "two.c")], check=True)
+    camp = write_campaign(tmp_path, {
+        "name": "st",
+        "benchmark": {"type": "command", "command": str(prog), "metrics": {"done": r"done=(\d)"}},
+        "variables": {"cpu_list": ["0", "0-1"]},
+        "nb_runs": 1,
+        "wrappers": ["sched_timeline", "taskset"],
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_csv(tmp_path / "results/st/st.csv")
+    assert (frame["status"] == "ok").all()
+    # The program's three threads, and the shells that started it.
+    assert set(sched.METRICS) <= set(frame.columns) and (frame["sched.threads"] >= 3).all()
+    assert (frame["sched.runtime_ms"] > 0).all()
+    runs = tmp_path / "results/st/runs"
+    pinned = json.loads((runs / "cpu_list-0/run-1/sched.json").read_text())
+    program = [t for t in pinned["threads"] if t["name"] == "two"]
+    # Under taskset -c 0 the program's threads (named as the kernel names
+    # them) ran on CPU 0 only and never migrated.
+    assert len(program) == 3 and all(t["cpus"] == [0] and t["migrations"] == 0 for t in program), pinned["threads"]
+    ids = {t["tid"] for t in program}
+    assert {s["cpu"] for s in pinned["slices"] if s["tid"] in ids} == {0}
+    for record in ("cpu_list-0", "cpu_list-0-1"):
+        assert (runs / record / "run-1/sched_gantt.png").read_bytes()[:4] == b"\x89PNG"
+        assert "migrations (red)" in (runs / record / "run-1/sched_gantt.svg").read_text()
+    # No tracer outlives its run.
+    assert not subprocess.run(["pgrep", "-f", f"perf record.*{runs}"], capture_output=True, text=True).stdout
+
+
+def test_a_missing_tracepoint_is_named():
+    assert sched.missing_tracepoint(("sched:sched_switch",)) is None
+    assert sched.missing_tracepoint(("sched:sched_switch", "sched:no_such_event")) == "sched:no_such_event"
+
+
+def test_analysis_of_a_recorded_event_stream():
+    # A thread preempted by another, woken after sleeping, migrated once.
+    ev = [
+        ("a", 10, 0, 1.000, "sched:sched_switch", {"prev_pid": "0", "prev_state": "R", "next_comm": "a", "next_pid": "10"}),
+        ("a", 10, 0, 1.001, "sched:sched_process_fork", {"pid": "10", "child_pid": "11", "child_comm": "a"}),
+        ("a", 10, 0, 1.002, "sched:sched_switch", {"prev_comm": "a", "prev_pid": "10", "prev_state": "R", "next_comm": "a", "next_pid": "11"}),
+        ("a", 11, 0, 1.004, "sched:sched_switch", {"prev_comm": "a", "prev_pid": "11", "prev_state": "S", "next_comm": "a", "next_pid": "10"}),
+        ("a", 10, 0, 1.005, "sched:sched_waking", {"pid": "11", "target_cpu": "1"}),
+        ("a", 10, 0, 1.005, "sched:sched_migrate_task", {"pid": "11", "orig_cpu": "0", "dest_cpu": "1"}),
+        ("x", 0, 1, 1.006, "sched:sched_switch", {"prev_pid": "0", "prev_state": "R", "next_comm": "a", "next_pid": "11"}),
+        ("a", 11, 1, 1.008, "sched:sched_switch", {"prev_comm": "a", "prev_pid": "11", "prev_state": "X", "next_pid": "0"}),
+        ("a", 10, 0, 1.010, "sched:sched_switch", {"prev_comm": "a", "prev_pid": "10", "prev_state": "X", "next_pid": "0"}),
+    ]  # fmt: skip
+    t = sched.analyse(ev, 10)
+    by = {x["tid"]: x for x in t["threads"]}
+    assert by[10]["runtime_ms"] == pytest.approx(2 + 6) and by[10]["wait_ms"] == pytest.approx(
+        2
+    )  # preempted 1.002-1.004
+    assert by[11]["runtime_ms"] == pytest.approx(2 + 2) and by[11]["blocked_ms"] == pytest.approx(1)
+    assert by[11]["delay_ms"] == pytest.approx(1 + 1)  # forked 1.001 -> ran 1.002; woken 1.005 -> ran 1.006
+    assert by[11]["cpus"] == [0, 1] and by[11]["migrations"] == 1 and t["totals"]["sched.cpus_used"] == 2
