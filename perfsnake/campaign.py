@@ -637,8 +637,8 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin,
     )  # fmt: skip
     compare = _compare_pairs(data["compare"], recs, order, origin)
-    if compare and not instruments.uses("perf_record"):
-        raise CampaignError(origin, "compare", "differential flame graphs need the perf_record wrapper")
+    if compare and not (instruments.uses("perf_record") or instruments.uses("offcpu")):
+        raise CampaignError(origin, "compare", "differential flame graphs need the perf_record or offcpu wrapper")
     build_vars = benchmark.build_variables(order)
     # A variable the source names is a build variable: each value its own source and build.
     build_vars += [v for v in benchmark.source_variables() if v not in build_vars]

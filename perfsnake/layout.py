@@ -187,6 +187,15 @@ def diff_flamegraph(campaign: str, flat_a: str, flat_b: str) -> str:
     return f"{RESULTS}/{campaign}/diff/{flat_a}~vs~{flat_b}.svg"
 
 
+def offcpu_folded(campaign: str, flat: str) -> str:
+    """A record's off-CPU stacks, all runs together (offcpu wrapper)."""
+    return f"{RESULTS}/{campaign}/offcpu/{flat}.folded"
+
+
+def offcpu_diff(campaign: str, flat_a: str, flat_b: str) -> str:
+    return f"{RESULTS}/{campaign}/offcpu/{flat_a}~vs~{flat_b}.svg"
+
+
 def campaign_log(campaign: str, name: str) -> str:
     return f"{RESULTS}/{campaign}/logs/{name}.log"
 

@@ -24,3 +24,87 @@ rule sched_gantt:
         title=lambda wildcards: f"{wildcards.campaign}: {wildcards.record} run-{wildcards.run}",
     script:
         "../scripts/sched_gantt.py"
+
+
+# Off-CPU analysis (offcpu wrapper): per run, the stacks where its threads
+# blocked, weighted by the time blocked (us), drawn as a flame graph; per
+# record, all its runs' stacks, and the differential graphs `compare:` names.
+rule offcpu_folded:
+    input:
+        status="results/{campaign}/runs/{record}/run-{run}/status.json",
+        code=layout.package_code("instruments/offcpu.py"),
+    output:
+        "results/{campaign}/runs/{record}/run-{run}/offcpu.folded",
+    log:
+        "results/{campaign}/runs/{record}/run-{run}/offcpu.folded.log",
+    conda:
+        "../envs/profiling.yaml"
+    script:
+        "../scripts/offcpu.py"
+
+
+rule offcpu_flamegraph:
+    input:
+        "results/{campaign}/runs/{record}/run-{run}/offcpu.folded",
+    output:
+        report(
+            "results/{campaign}/runs/{record}/run-{run}/offcpu.svg",
+            caption="../workflow/report/offcpu.rst",
+            category="{campaign}",
+            subcategory="profiles",
+            labels={"off-CPU": "{record} run-{run}"},
+        ),
+    log:
+        "results/{campaign}/runs/{record}/run-{run}/offcpu.log",
+    conda:
+        "../envs/profiling.yaml"
+    params:
+        tool=lambda wildcards: flame_tool("flamegraph"),
+        title=lambda wildcards: f"off-CPU {wildcards.campaign}: {wildcards.record} run-{wildcards.run}",
+    shell:
+        # An empty profile (nothing blocked, or a failed run) is an empty graph.
+        "{params.tool} --title {params.title:q} --countname us --colors io < {input:q} > {output:q} 2> {log:q} "
+        "|| [ ! -s {input:q} ]"
+
+
+rule offcpu_record_folded:
+    input:
+        lambda wildcards: [
+            p.replace("/perf.folded", "/offcpu.folded")
+            for p in profile_stage.folded_inputs(
+                INDEX, wildcards.campaign, wildcards.flat
+            )
+        ],
+    output:
+        "results/{campaign}/offcpu/{flat}.folded",
+    log:
+        "results/{campaign}/offcpu/{flat}.log",
+    wildcard_constraints:
+        flat=r"[^/~]+",
+    localrule: True
+    shell:
+        "cat {input:q} > {output:q} 2> {log:q}"
+
+
+rule offcpu_diff:
+    input:
+        a="results/{campaign}/offcpu/{a}.folded",
+        b="results/{campaign}/offcpu/{b}.folded",
+    output:
+        "results/{campaign}/offcpu/{a}~vs~{b}.svg",
+    log:
+        "results/{campaign}/offcpu/{a}~vs~{b}.log",
+    wildcard_constraints:
+        a=r"[^/~]+",
+        b=r"[^/~]+",
+    localrule: True
+    conda:
+        "../envs/profiling.yaml"
+    params:
+        diff=lambda wildcards: flame_tool("diff"),
+        tool=lambda wildcards: flame_tool("flamegraph"),
+        title=lambda wildcards: f"off-CPU {wildcards.campaign}: {wildcards.b} relative to {wildcards.a}",
+    shell:
+        "{params.diff} {input.a:q} {input.b:q} 2> {log:q} "
+        "| {params.tool} --title {params.title:q} --countname us > {output:q} 2>> {log:q} "
+        "|| [ ! -s {input.a:q} ] || [ ! -s {input.b:q} ]"

@@ -91,3 +91,54 @@ def test_analysis_of_a_recorded_event_stream():
     assert by[11]["runtime_ms"] == pytest.approx(2 + 2) and by[11]["blocked_ms"] == pytest.approx(1)
     assert by[11]["delay_ms"] == pytest.approx(1 + 1)  # forked 1.001 -> ran 1.002; woken 1.005 -> ran 1.006
     assert by[11]["cpus"] == [0, 1] and by[11]["migrations"] == 1 and t["totals"]["sched.cpus_used"] == 2
+
+
+SLEEPY = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+__attribute__((noinline)) static void nap(void) { struct timespec t = {0, 1000000}; nanosleep(&t, 0); }
+__attribute__((noinline)) void sleepy_unique_function(int n) { for (int i = 0; i < n; i++) nap(); }
+int main(int argc, char **argv) { sleepy_unique_function(atoi(argv[1])); puts("slept=1"); return 0; }
+"""
+
+
+@pytest.mark.e2e
+def test_off_cpu_flame_graphs_name_where_threads_block(tmp_path):
+    prog = tmp_path / "sleepy"
+    (tmp_path / "sleepy.c").write_text(SLEEPY)
+    subprocess.run(["cc", "-O2", "-fno-omit-frame-pointer", "-o", str(prog), str(tmp_path / "sleepy.c")], check=True)
+    camp = write_campaign(tmp_path, {
+        "name": "oc",
+        "benchmark": {"type": "command", "command": f"{prog} {{naps}}", "metrics": {"slept": r"slept=(\d)"}},
+        "variables": {"naps": [10, 30]},
+        "nb_runs": 1,
+        "wrappers": ["offcpu"],
+        "compare": [{"a": {"naps": 10}, "b": {"naps": 30}}],
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    runs = tmp_path / "results/oc/runs"
+    folded = (runs / "naps-30/run-1/offcpu.folded").read_text()
+    mine = [line for line in folded.splitlines() if "sleepy_unique_function" in line]
+    # Blocked in the uniquely named function, for about 30 naps of 1 ms (at least the sleep asked for).
+    assert mine and sum(int(line.rsplit(" ", 1)[1]) for line in mine) >= 30 * 1000, folded[:2000]
+    assert "sleepy_unique_function" in (runs / "naps-30/run-1/offcpu.svg").read_text()
+    assert "sleepy_unique_function" in (tmp_path / "results/oc/offcpu/naps-10~vs~naps-30.svg").read_text()
+    assert not subprocess.run(["pgrep", "-f", f"perf record.*{runs}"], capture_output=True, text=True).stdout
+
+
+def test_folding_weighs_stacks_by_blocked_time():
+    from perfsnake.instruments.offcpu import fold
+
+    text = "\n".join([
+        "a 10 [000] 1.000000: sched:sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=x next_pid=0 next_prio=120",
+        "\tffff01 __schedule ([kernel.kallsyms])",
+        "\t1234 waiter (/bin/a)",
+        "\t5678 main (/bin/a)",
+        "",
+        "x 0 [001] 1.004000: sched:sched_waking: comm=a pid=10 prio=120 target_cpu=000",
+        "",
+        "a 99 [000] 1.005000: sched:sched_switch: prev_comm=b prev_pid=99 prev_prio=120 prev_state=S ==> next_comm=x next_pid=0 next_prio=120",
+        "",
+    ])  # fmt: skip
+    assert fold(text, 10) == {"a;main;waiter;__schedule": 4000}

@@ -11,13 +11,14 @@ from perfsnake.instruments.base import Instrument
 from perfsnake.instruments.hooks import Command, Cooldown, Daemon, DropCaches, Governor, Hook, Monitor, Placement
 from perfsnake.instruments.libs import Allocator, Jemalloc, Preload, SharedLib, Tcmalloc
 from perfsnake.instruments.locks import Lock
+from perfsnake.instruments.offcpu import OffCpu
 from perfsnake.instruments.profiling import PerfRecord, PerfStat
 from perfsnake.instruments.sched import SchedTimeline
 from perfsnake.instruments.wrappers import Env, Ltrace, Nice, Numactl, Strace, Taskset, Time, Valgrind, Wrapper
 
 WRAPPERS: dict[str, type[Wrapper]] = {
     w.kind: w
-    for w in (Taskset, Numactl, Env, Nice, Time, Strace, Ltrace, Valgrind, PerfStat, PerfRecord, SchedTimeline)
+    for w in (Taskset, Numactl, Env, Nice, Time, Strace, Ltrace, Valgrind, PerfStat, PerfRecord, SchedTimeline, OffCpu)
 }
 LIBS: dict[str, type[SharedLib]] = {lib.kind: lib for lib in (Jemalloc, Tcmalloc, Allocator, Preload, Lock)}
 HOOKS: dict[str, type[Hook]] = {
