@@ -92,7 +92,7 @@ def fold(text: str, root: int) -> Counter[str]:
     ours = {root}
     pending: dict[int, tuple[float, str]] = {}  # tid -> (asleep since, folded stack)
     out: Counter[str] = Counter()
-    for tid, time, event, f, frames in _records(text):
+    for _tid, time, event, f, frames in _records(text):
         name = event.split(":")[1]
         if name == "sched_process_fork" and int(f.get("pid", -1)) in ours:
             ours.add(int(f["child_pid"]))
