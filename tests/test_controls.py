@@ -10,7 +10,18 @@ from perfsnake.campaign import load_campaigns
 from perfsnake.errors import CampaignError
 from perfsnake.instruments.registry import HOOKS, LIBS, WRAPPERS
 
-OBSERVERS = {"perf_stat", "perf_record", "strace", "ltrace", "valgrind", "time", "monitor"}
+OBSERVERS = {
+    "perf_stat",
+    "perf_record",
+    "strace",
+    "ltrace",
+    "valgrind",
+    "time",
+    "monitor",
+    "sched_timeline",
+    "offcpu",
+    "attach",
+}
 
 
 def _campaign(tmp_path, **extra):

@@ -61,7 +61,7 @@ def test_no_instrument_leaves_the_command_alone(tmp_path):
         (
             {"wrappers": ["tasket"]},
             "wrappers[0]",
-            "unknown wrapper 'tasket' (choose from env, ltrace, nice, numactl, perf_record, perf_stat, strace, taskset, time, valgrind)",
+            "unknown wrapper 'tasket' (choose from env, ltrace, nice, numactl, offcpu, perf_record, perf_stat, sched_timeline, strace, taskset, time, valgrind)",
         ),
         ({"shared_libs": [{"type": "mimalloc"}]}, "shared_libs[0].type", "unknown shared lib 'mimalloc'"),
         ({"pre_run_hooks": ["nap"]}, "pre_run_hooks[0]", "unknown pre run hook 'nap'"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from helpers import snakemake, write_campaign
@@ -142,3 +143,53 @@ def test_folding_weighs_stacks_by_blocked_time():
         "",
     ])  # fmt: skip
     assert fold(text, 10) == {"a;main;waiter;__schedule": 4000}
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("bpftrace") is None, reason="needs bpftrace")
+def test_attachments_record_for_the_run_only(tmp_path):
+    camp = write_campaign(tmp_path, {
+        "name": "at",
+        "benchmark": {"type": "command", "command": "for i in 1 2 3 4 5; do sleep 0.01; done; echo ok=1", "metrics": {"ok": r"ok=(\d)"}},
+        "variables": {"x": [1]},
+        "nb_runs": 2,
+        "pre_run_hooks": [{"type": "attach", "program": "runqlat"}, {"type": "attach", "program": "syscalls"}],
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_csv(tmp_path / "results/at/at.csv")
+    assert (frame["status"] == "ok").all()
+    # The benchmark's own sleeps are wake-ups and system calls the tracers saw.
+    assert (frame["attach.runqlat.runqlat.count"] >= 5).all() and (frame["attach.runqlat.runqlat_us.p99"] >= 0).all()
+    assert (frame["attach.syscalls.syscalls"] > 0).all()
+    assert (frame["attach.runqlat.cpu_s"] >= 0).all() and (frame["attach.syscalls.cpu_s"] >= 0).all()
+    out = (tmp_path / "results/at/runs/x-1/run-1/attach-syscalls.txt").read_text()
+    assert "@syscalls_by_thread[sleep," in out
+    assert not subprocess.run(["pgrep", "-f", f"bpftrace -o {tmp_path}"], capture_output=True, text=True).stdout
+
+
+def test_attachment_programs_are_checked_before_any_run(tmp_path):
+    from perfsnake.campaign import load_campaign
+    from perfsnake.errors import CampaignError
+
+    kprobe = tmp_path / "k.bt"
+    kprobe.write_text("kprobe:do_nanosleep { @n = count(); }\n")
+    missing = tmp_path / "m.bt"
+    missing.write_text("tracepoint:sched:no_such_event { @n = count(); }\n")
+    cases = [("nosuch", "is neither a ready program"), (str(missing), "no sched:no_such_event tracepoint")]
+    if not Path("/sys/bus/event_source/devices/kprobe").exists():
+        cases.append((str(kprobe), "does not offer"))
+    for program, problem in cases:
+        data = {"name": "c", "benchmark": {"type": "command", "command": "true"}, "variables": {"x": [1]},
+                "pre_run_hooks": [{"type": "attach", "program": program}]}  # fmt: skip
+        with pytest.raises(CampaignError) as info:
+            load_campaign(write_campaign(tmp_path, data))
+        assert info.value.key == "pre_run_hooks[0].program" and problem in info.value.problem, str(info.value)
+
+
+def test_bpftrace_maps_become_metrics():
+    from perfsnake.instruments.attach import parse_output
+
+    text = "Attaching 4 probes...\n\n@runqlat: count 10, average 7, total 70\n\n@runqlat_max: 90\n@runqlat_us: \n[1]  1 |@ |\n[2, 4)   2 |@@ |\n[4, 8)   6 |@@@@@@ |\n[1K, 2K)  1 |@ |\n\n"
+    m = parse_output(text)
+    assert m["runqlat.count"] == 10 and m["runqlat.average"] == 7 and m["runqlat_max"] == 90
+    assert m["runqlat_us.p50"] == 8 and m["runqlat_us.p99"] == 2048

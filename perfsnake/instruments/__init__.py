@@ -130,6 +130,6 @@ class Instruments:
 
     def metrics(self, run_dir: Path) -> dict[str, object]:
         out: dict[str, object] = {}
-        for instrument in [*self.wrappers, *self.libs]:
+        for instrument in [*self.wrappers, *self.libs, *self.pre, *self.post]:
             out.update(instrument.metrics(run_dir))
         return out

@@ -113,6 +113,8 @@ class Daemon(Hook):
 
     kind = "daemon"
     phases = ("pre",)
+    #: seconds between SIGTERM and SIGKILL when it is stopped
+    grace_s = DAEMON_GRACE_S
     options = {"command": None, "name": "daemon", "startup_s": 0.0, "ready": None}
     READY_KEYS = ("tcp", "file", "command", "timeout_s")
 
@@ -159,7 +161,7 @@ class Daemon(Hook):
                     "--dir",
                     str(out_dir),
                     "--grace",
-                    str(DAEMON_GRACE_S),
+                    str(self.grace_s),
                     *lock_args,
                     "--",
                     "/bin/sh",
@@ -211,7 +213,7 @@ class Daemon(Hook):
             # included: TERM, then KILL after the grace period.
             proc.send_signal(signal.SIGTERM)
             try:
-                proc.wait(timeout=DAEMON_GRACE_S + 10)
+                proc.wait(timeout=self.grace_s + 10)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()

@@ -7,6 +7,7 @@ lists are checked against these tables by tests/test_registries.py.
 
 from __future__ import annotations
 
+from perfsnake.instruments.attach import Attach
 from perfsnake.instruments.base import Instrument
 from perfsnake.instruments.hooks import Command, Cooldown, Daemon, DropCaches, Governor, Hook, Monitor, Placement
 from perfsnake.instruments.libs import Allocator, Jemalloc, Preload, SharedLib, Tcmalloc
@@ -22,7 +23,7 @@ WRAPPERS: dict[str, type[Wrapper]] = {
 }
 LIBS: dict[str, type[SharedLib]] = {lib.kind: lib for lib in (Jemalloc, Tcmalloc, Allocator, Preload, Lock)}
 HOOKS: dict[str, type[Hook]] = {
-    h.kind: h for h in (Daemon, Placement, Monitor, DropCaches, Governor, Cooldown, Command)
+    h.kind: h for h in (Daemon, Placement, Monitor, DropCaches, Governor, Cooldown, Command, Attach)
 }
 
 #: campaign section -> the kinds it accepts

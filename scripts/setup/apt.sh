@@ -12,6 +12,8 @@ PACKAGES=(
   # Workload catalog (issue 24): the system tools and stores benchmarked
   # through their packaged binaries.
   stress-ng sysbench fio rt-tests rocksdb-tools kyotocabinet-utils
+  # Tracing (issue 16): bpftrace programs attached to runs.
+  bpftrace
 )
 # Platforms beyond this machine (issue 7): an sshd for the ssh platform's
 # tests, podman with runc and debootstrap for the container platform, a
