@@ -69,12 +69,9 @@ rule offcpu_flamegraph:
 
 rule offcpu_record_folded:
     input:
-        lambda wildcards: [
-            p.replace("/perf.folded", "/offcpu.folded")
-            for p in profile_stage.folded_inputs(
-                INDEX, wildcards.campaign, wildcards.flat
-            )
-        ],
+        lambda wildcards: profile_stage.folded_inputs(
+            INDEX, wildcards.campaign, wildcards.flat, "offcpu.folded"
+        ),
     output:
         "results/{campaign}/offcpu/{flat}.folded",
     log:

@@ -113,9 +113,9 @@ def flame_options(index: CampaignIndex, name: str) -> str:
     return options(index.campaigns[name].data["flamegraph"])
 
 
-def folded_inputs(index: CampaignIndex, name: str, flat_record: str) -> list[str]:
+def folded_inputs(index: CampaignIndex, name: str, flat_record: str, file: str = "perf.folded") -> list[str]:
     c = index.campaigns[name]
     record = layout.unflat(flat_record)
     if record not in c.by_path:
         raise KeyError(f"{name} has no record {record}")
-    return [f"{layout.run_dir(name, record, i)}/perf.folded" for i in range(1, c.nb_runs + 1)]
+    return [f"{layout.run_dir(name, record, i)}/{file}" for i in range(1, c.nb_runs + 1)]
