@@ -79,6 +79,8 @@ rule offcpu_record_folded:
     wildcard_constraints:
         flat=r"[^/~]+",
     localrule: True
+    conda:
+        "../envs/profiling.yaml"
     shell:
         "cat {input:q} > {output:q} 2> {log:q}"
 
