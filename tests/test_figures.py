@@ -104,3 +104,17 @@ def test_variables_fixed_within_each_campaign_need_no_mapping(tmp_path):
     (figure,) = parse_figures([spec], campaigns_of(tmp_path))
     assert figure.campaigns == ["locks_kc", "locks_rocks"]
     assert json.loads(json.dumps(figure.spec))["facet"] == "campaign"
+
+
+@pytest.mark.parametrize("name", ["locks", "schedulers"])
+def test_shipped_figure_configurations_are_valid(name):
+    from helpers import ROOT
+
+    from perfsnake.planning import index_from_config
+
+    config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    config.update(yaml.safe_load((ROOT / "config/figures" / f"{name}.yaml").read_text()))
+    config["campaigns"] = [str(ROOT / c) for c in config["campaigns"]]
+    index = index_from_config(config)
+    (figure,) = index.figures.values()
+    assert len(figure.campaigns) == 3 and f"results/figures/{figure.name}.png" in index.all_targets()
