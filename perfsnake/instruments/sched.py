@@ -18,6 +18,7 @@ which the `sched_gantt` rule draws (rules/profile.smk).
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from collections import defaultdict
@@ -36,8 +37,9 @@ GANTT = "sched_gantt"
 EVENTS = ("sched:sched_switch", "sched:sched_waking", "sched:sched_wakeup_new", "sched:sched_migrate_task",
           "sched:sched_process_fork")  # fmt: skip
 TRACEFS = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
+LOST = "sched.lost_events"
 METRICS = ("sched.threads", "sched.runtime_ms", "sched.wait_ms", "sched.delay_ms", "sched.blocked_ms",
-           "sched.migrations", "sched.cpus_used")  # fmt: skip
+           "sched.migrations", "sched.cpus_used", LOST)  # fmt: skip
 
 _LINE = re.compile(
     r"^\s*(?P<comm>.+?)\s+(?P<tid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<time>[0-9.]+):\s+(?P<event>sched:\w+):\s+(?P<args>.*)$"
@@ -53,6 +55,25 @@ def missing_tracepoint(events: tuple[str, ...] = EVENTS) -> str | None:
         if not any((root / group / name).is_dir() for root in TRACEFS):
             return event
     return None
+
+
+_LOST = re.compile(r"PERF_RECORD_LOST(?:_SAMPLES)?\s+lost (\d+)")
+
+
+def lost_events(data: Path) -> int:
+    """Events perf dropped from a recording (its buffers were full): the analysis undercounts by them."""
+    proc = subprocess.run(["perf", "script", "-i", str(data), "--show-lost-events", "-F", "time"],
+                          capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    return sum(int(n) for n in _LOST.findall(proc.stdout))
+
+
+def buffer_option() -> list[str]:
+    """A larger ring buffer per CPU for whole-machine recordings, where the user may lock that much.
+
+    perf's default (512 KiB) overflows under a busy machine's context switches, and
+    events lost there are blocked time and slices missing from the analysis.
+    """
+    return ["-m", "8M"] if os.geteuid() == 0 else []
 
 
 class SchedTimeline(Wrapper):
@@ -80,7 +101,7 @@ class SchedTimeline(Wrapper):
         ]
 
     def prefix(self, ctx: Context) -> list[str]:
-        argv = ["perf", "record", "--quiet", "-a", "-o", DATA_FILE]
+        argv = ["perf", "record", "--quiet", "-a", *buffer_option(), "-o", DATA_FILE]
         for event in EVENTS:
             argv += ["-e", event]
         # The benchmark's pid, written before it becomes the benchmark.
@@ -221,6 +242,9 @@ def load(run_dir: Path) -> dict | None:
     if not data.exists() or not pid.exists() or not pid.read_text().strip():
         return None
     timeline = analyse(_events(data), int(pid.read_text()))
+    totals = timeline["totals"]
+    assert isinstance(totals, dict)
+    totals[LOST] = lost_events(data)
     tmp = cached.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(timeline))
     tmp.replace(cached)
