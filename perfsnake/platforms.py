@@ -249,7 +249,28 @@ echo "online_cpus=$(cat /sys/devices/system/cpu/online)"
 echo "memory=$(grep -m1 MemTotal /proc/meminfo | awk '{print $2 " kB"}')"
 echo "os_release=$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
 echo "compiler=$(cc --version 2>/dev/null | head -1)"
+echo "boot_id=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)"
 """
+
+# The remote host's benchmark lock: the rule of perfsnake.hostlock, applied
+# there, unless the campaign names the file ($1). Waiting says so in one line.
+_REMOTE_LOCK = r"""
+if [ -n "$1" ]; then l=$1; else
+  if [ "$(id -u)" = 0 ]; then d=/run/perfsnake
+  elif [ -d "${XDG_RUNTIME_DIR:-}" ]; then d=$XDG_RUNTIME_DIR/perfsnake
+  else d=/tmp/perfsnake-$(id -u); fi
+  l=$d/bench.lock
+fi
+mkdir -p -m 700 "$(dirname "$l")" && exec 9>>"$l" || exit 125
+flock -n 9 || { echo "perfsnake: waiting for the benchmark lock of $(hostname) ($l)" >&2; flock 9; } || exit 125
+"""
+
+
+def _local_boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
 
 
 @dataclass(frozen=True)
@@ -264,6 +285,7 @@ class Ssh:
     identity: str | None = None
     remote_dir: str = "/tmp/perfsnake-remote"
     options: tuple[tuple[str, str], ...] = ()
+    lock: str | None = None
     kind: str = "ssh"
     launcher: str = "resources/bin/psrun"
     _facts: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -377,6 +399,9 @@ class Ssh:
         # standard input is the launcher's lifeline.
         command = (f"rm -rf {rdir} && mkdir -p {rdir} && cd {rdir} && printf %s {shlex.quote(remote_script)} > command.sh"
                    f" && chmod +x command.sh && exec {launcher} --watch-stdin --dir {rdir} {timeout}-- {rdir}/command.sh")  # fmt: skip
+        if self.remote_lock(facts):  # one benchmark at a time there too, whoever else uses that host
+            lock = (self.lock or "").replace("{host}", facts.get("hostname", self.host))
+            command = f"set -- {shlex.quote(lock)}; {_REMOTE_LOCK}\n" + command.replace(f"exec {launcher} ", f"exec {launcher} --lock-fd 9 ")
         code = _remote_launch([*self.ssh_argv(), command], timeout_s)
         if code == 255:
             raise PlatformError(f"ssh to {self.target} port {self.port} failed during the run")
@@ -385,6 +410,11 @@ class Ssh:
             json.dumps({**(self.fingerprint() or {}), "remote_run_dir": self.remote(run_dir), **facts}, indent=1) + "\n"
         )
         return code
+
+    def remote_lock(self, facts: Mapping[str, str]) -> bool:
+        """Whether runs take the remote host's lock: when named, or when that host is another machine
+        (on this one, the workflow's own lock already serialises them, and taking it twice would deadlock)."""
+        return self.lock is not None or facts.get("boot_id", "") != _local_boot_id()
 
     def fetch(self, run_dir: Path) -> None:
         """The remote run directory's files into the local one."""
@@ -456,9 +486,10 @@ def _ssh(spec: Mapping[str, object], variables: list[str], origin: str) -> Ssh:
     for key, value in options:
         if any(c.isspace() for c in value) or not value:
             raise CampaignError(origin, f"platform.options.{key}", f"{value!r} must be one word")
-    user, identity = spec.get("user"), spec.get("identity")
+    user, identity, lock = spec.get("user"), spec.get("identity"), spec.get("lock")
     return Ssh(host=str(spec["host"]), user=None if user is None else str(user), port=int(str(spec.get("port", 22))),
-               identity=None if identity is None else str(identity), remote_dir=remote_dir, options=options)  # fmt: skip
+               identity=None if identity is None else str(identity), remote_dir=remote_dir, options=options,
+               lock=None if lock is None else str(lock))  # fmt: skip
 
 
 #: The platform catalog: `platform.type` -> factory (the schema's name list is

@@ -3,7 +3,9 @@
 import json
 import os
 import signal
+import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -329,3 +331,49 @@ def test_planted_links_are_not_followed_and_are_reported(psrun, tmp_path):
     s = status(run)
     assert not (run / "status.json").is_symlink()
     assert sorted(s["links"]) == [".status.json.tmp", "result.json.tmp"]
+
+
+NOBODY = 65534
+
+
+@pytest.mark.skipif(not cgroup_available() or not shutil.which("setpriv"), reason="needs root, cgroup v2, setpriv")
+@pytest.mark.parametrize("delegated", [True, False])
+def test_another_user_is_contained_in_a_delegated_cgroup_or_as_a_subreaper(psrun, delegated):
+    # What `systemd-run --user --scope -p Delegate=yes` gives a user: a cgroup
+    # subtree they own, with the launcher started inside it. Without one, the
+    # same user gets the subreaper.
+    mount = next(line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                 if " - cgroup2 " in line)  # fmt: skip
+    base = Path(tempfile.mkdtemp(prefix="psrun-user-"))
+    delegation = Path(mount) / f"perfsnake-test-user-{os.getpid()}-{base.name}"
+    try:
+        base.chmod(0o755)
+        run_dir = base / "run"
+        run_dir.mkdir()
+        os.chown(run_dir, NOBODY, NOBODY)
+        binary = base / "psrun"
+        shutil.copy(psrun, binary)
+        enter = ""
+        if delegated:
+            delegation.mkdir()
+            for name in ("", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"):
+                os.chown(delegation / name, NOBODY, NOBODY)
+            enter = f"echo $$ > {delegation}/cgroup.procs && "
+        script = f"cd {run_dir} && setsid sh -c 'echo $$ > gc.pid; exec sleep 61' & sleep 0.3"
+        env = {k: v for k, v in os.environ.items() if k != "PERFSNAKE_CGROUP"}
+        drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+        launcher = [str(binary), "--dir", str(run_dir), "--", "/bin/sh", "-c", script]
+        proc = subprocess.run(["/bin/sh", "-c", enter + 'exec "$@"', "sh", *drop, *launcher],
+                              capture_output=True, text=True, env=env, check=False)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        s = status(run_dir)
+        assert s["status"] == "ok" and s["leftovers_killed"] >= 1
+        if delegated:
+            assert s["containment"].startswith(f"cgroup2:{delegation}/"), s["containment"]
+        else:
+            assert s["containment"] == "subreaper"
+        assert not _alive(read_pid(run_dir / "gc.pid"))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        for cg in sorted(delegation.glob("**/"), key=lambda p: len(p.parts), reverse=True) if delegation.exists() else []:
+            cg.rmdir()

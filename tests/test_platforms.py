@@ -3,6 +3,7 @@ with a local debootstrap image, both started by these tests."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -107,6 +108,29 @@ def test_ssh_timeout_and_killed_workflow_leave_no_remote_process(tmp_path, serve
     camp = write_campaign(other, command_campaign(f"{marker}; echo value={{x}}", server.platform(remote), nb_runs=1))
     kill_workflow_during_run(other, camp, marker)
     wait_for(lambda: not pgrep(marker), 10, "the remote benchmark to stop")
+
+
+def test_ssh_runs_take_the_remote_hosts_lock_and_say_when_they_wait(tmp_path, server):
+    # Another user of the remote host holds its benchmark lock: our run waits, says so, and starts after.
+    lock = tmp_path / "remote-bench.lock"
+    camp = write_campaign(tmp_path, command_campaign("echo value={x}", {**server.platform(tmp_path / "remote"), "lock": str(lock)},
+                                                     variables={"x": [1]}, nb_runs=1))  # fmt: skip
+    cmd = [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
+           "--configfile", str(ROOT / "config/config.yaml"), "--config", f"campaign={camp}", "--cores", "1", "all"]  # fmt: skip
+    log = tmp_path / "snakemake.err"
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with open(log, "w") as err:
+            proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        try:
+            wait_for(lambda: "perfsnake: waiting for the benchmark lock of" in log.read_text(), 300, "the wait")
+            assert not statuses(tmp_path, "p")
+            released = time.time()
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+        assert proc.wait(timeout=300) == 0, log.read_text()[-3000:]
+    (status,) = statuses(tmp_path, "p").values()
+    assert status["status"] == "ok" and status["start_epoch"] >= released
 
 
 @pytest.mark.parametrize(
