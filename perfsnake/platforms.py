@@ -401,7 +401,9 @@ class Ssh:
                    f" && chmod +x command.sh && exec {launcher} --watch-stdin --dir {rdir} {timeout}-- {rdir}/command.sh")  # fmt: skip
         if self.remote_lock(facts):  # one benchmark at a time there too, whoever else uses that host
             lock = (self.lock or "").replace("{host}", facts.get("hostname", self.host))
-            command = f"set -- {shlex.quote(lock)}; {_REMOTE_LOCK}\n" + command.replace(f"exec {launcher} ", f"exec {launcher} --lock-fd 9 ")
+            command = f"set -- {shlex.quote(lock)}; {_REMOTE_LOCK}\n" + command.replace(
+                f"exec {launcher} ", f"exec {launcher} --lock-fd 9 "
+            )
         code = _remote_launch([*self.ssh_argv(), command], timeout_s)
         if code == 255:
             raise PlatformError(f"ssh to {self.target} port {self.port} failed during the run")

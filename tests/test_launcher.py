@@ -2,8 +2,8 @@
 
 import json
 import os
-import signal
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -375,5 +375,7 @@ def test_another_user_is_contained_in_a_delegated_cgroup_or_as_a_subreaper(psrun
         assert not _alive(read_pid(run_dir / "gc.pid"))
     finally:
         shutil.rmtree(base, ignore_errors=True)
-        for cg in sorted(delegation.glob("**/"), key=lambda p: len(p.parts), reverse=True) if delegation.exists() else []:
+        for cg in (
+            sorted(delegation.glob("**/"), key=lambda p: len(p.parts), reverse=True) if delegation.exists() else []
+        ):
             cg.rmdir()
