@@ -84,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument("packed", metavar="PACKED.csv", help="summary.csv from the artifact")
     cmp.add_argument("new", metavar="NEW.csv", help="summary.csv of the re-run")
+    sub.add_parser(
+        "capabilities", help="what this machine lets instruments observe (hardware PMU, kprobes, uprobes, BTF, ...)"
+    )
     art = sub.add_parser("artifact", help="pack a finished campaign (zip: campaign, config, workflow, results, report)")
     config_option(art)
     art.add_argument(
@@ -104,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
 
             for c in load_campaigns(args.files):
                 print(f"{c.origin}: ok ({len(c.records)} records x {c.nb_runs} runs)")
+            return 0
+        if args.command == "capabilities":
+            from perfsnake.machine import capabilities
+
+            for key, value in capabilities.describe().items():
+                print(f"{key}: {value}")
             return 0
         if args.command == "compare":
             from perfsnake.artifact import main as artifact_main

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from helpers import ROOT, write_campaign
 
@@ -17,7 +18,16 @@ PERFSNAKE = [sys.executable, "-m", "perfsnake"]
 def test_every_subcommand_and_option_has_help():
     parser = _parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    assert set(sub.choices) == {"validate", "failed", "rerun-failed", "summary", "check", "compare", "artifact"}
+    assert set(sub.choices) == {
+        "validate",
+        "failed",
+        "rerun-failed",
+        "summary",
+        "check",
+        "compare",
+        "capabilities",
+        "artifact",
+    }
     helps = {a.dest: a.help for a in sub._choices_actions}
     assert all(helps.values()), helps
     for name, command in sub.choices.items():
@@ -69,3 +79,16 @@ def test_summary_strict_fails_when_a_run_failed(tmp_path):
     assert relaxed.returncode == 0 and "rec: 1 ok, 1 failed" in relaxed.stdout
     strict = _run(tmp_path, "summary", "--strict", "--config", f"campaign={camp}")
     assert strict.returncode == 1 and "strict mode" in strict.stdout
+
+
+def test_capabilities_answer_every_question_instruments_ask():
+    out = subprocess.run(
+        [sys.executable, "-m", "perfsnake", "capabilities"], capture_output=True, text=True, check=True
+    )
+    keys = [line.split(":", 1)[0] for line in out.stdout.splitlines()]
+    assert {"hardware_pmu", "kprobes", "uprobes", "btf", "tracefs", "sched_tracepoints", "perf_event_paranoid"} <= set(
+        keys
+    )
+    # This VM: no PMU, no kprobes (what the refusals rely on); elsewhere the answers are the machine's.
+    pmu = any(p.name == "cpu" or p.name.startswith("cpu_") for p in Path("/sys/bus/event_source/devices").iterdir())
+    assert f"hardware_pmu: {pmu}" in out.stdout

@@ -117,13 +117,13 @@ def test_heater_flame_graphs_and_differential(tmp_path):
 
 
 @pytest.mark.e2e
-def test_unsupported_events_warn_once_per_run(tmp_path):
+def test_unsupported_events_left_empty_on_request_warn_once_per_run(tmp_path):
     if supported("instructions"):
         pytest.skip("this machine counts hardware events")
     camp = write_campaign(tmp_path, {
         "name": "ps", "benchmark": {"type": "command", "command": "ls / > /dev/null; echo value=1", "metrics": {"value": r"value=(\d+)"}},
         "variables": {"x": [1]}, "nb_runs": 2,
-        "wrappers": [{"type": "perf_stat", "events": ["task-clock", "instructions"]}],
+        "wrappers": [{"type": "perf_stat", "events": ["task-clock", "instructions"], "unsupported": "empty"}],
     })  # fmt: skip
     snakemake(tmp_path, camp, "--cores", "1", "all")
     frame = read_csv(tmp_path / "results/ps/ps.csv")

@@ -14,10 +14,12 @@ import pytest
 from helpers import processes_under, snakemake, write_campaign
 
 from perfsnake.instruments import sched
+from perfsnake.machine import capabilities
 from perfsnake.results import read_csv
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("perf") is None or sched.missing_tracepoint() is not None, reason="needs perf and sched tracepoints"
+    shutil.which("perf") is None or capabilities.missing_tracepoint(sched.EVENTS) is not None,
+    reason="needs perf and sched tracepoints",
 )
 
 TWO_THREADS = r"""
@@ -68,8 +70,8 @@ def test_timeline_shows_where_threads_ran(tmp_path):
 
 
 def test_a_missing_tracepoint_is_named():
-    assert sched.missing_tracepoint(("sched:sched_switch",)) is None
-    assert sched.missing_tracepoint(("sched:sched_switch", "sched:no_such_event")) == "sched:no_such_event"
+    assert capabilities.missing_tracepoint(("sched:sched_switch",)) is None
+    assert capabilities.missing_tracepoint(("sched:sched_switch", "sched:no_such_event")) == "sched:no_such_event"
 
 
 def test_analysis_of_a_recorded_event_stream():

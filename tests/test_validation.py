@@ -8,6 +8,7 @@ import yaml
 
 from perfsnake.campaign import load_campaign
 from perfsnake.errors import CampaignError
+from perfsnake.machine import capabilities
 
 CASES = [
     ({"benchmark": {"type": "command", "command": "echo {v}", "source": {"git": "https://x/y.git", "rev": "bad rev!"}}, "variables": {"v": [1]}},
@@ -31,10 +32,25 @@ CASES = [
 def test_events_perf_lists_and_generic_ones_pass(tmp_path):
     path = tmp_path / "c.yaml"
     events = ["task-clock", "cs", "cycles", "LLC-load-misses", "sched:sched_switch", "r003c", "cycles:u"]
-    path.write_text(
-        yaml.safe_dump({"name": "c", "benchmark": "heater", "wrappers": [{"type": "perf_stat", "events": events}]})
-    )
+    wrapper = {"type": "perf_stat", "events": events, "unsupported": "empty"}
+    path.write_text(yaml.safe_dump({"name": "c", "benchmark": "heater", "wrappers": [wrapper]}))
     assert load_campaign(path).instruments.wrappers[0].events == events
+
+
+@pytest.mark.parametrize("event", ["cycles", "LLC-load-misses", "r003c", "instructions:u"])
+def test_hardware_events_without_a_pmu_are_refused_in_one_line(tmp_path, monkeypatch, event):
+    # Both kinds of machine: this one's answer replaced by "no PMU".
+    monkeypatch.setattr(capabilities, "hardware_pmu", lambda: False)
+    path = tmp_path / "c.yaml"
+    wrapper = {"type": "perf_stat", "events": ["task-clock", event]}
+    path.write_text(yaml.safe_dump({"name": "c", "benchmark": "heater", "wrappers": [wrapper]}))
+    with pytest.raises(CampaignError) as err:
+        load_campaign(path)
+    message = str(err.value)
+    assert "\n" not in message and "wrappers[0].events" in message
+    assert f"{event!r} needs a hardware PMU, which this machine lacks" in message and "unsupported: empty" in message
+    monkeypatch.setattr(capabilities, "hardware_pmu", lambda: True)
+    assert load_campaign(path).instruments.wrappers[0].events == ["task-clock", event]
 
 
 @pytest.mark.parametrize(("data", "expected"), CASES)

@@ -26,10 +26,9 @@ from pathlib import Path
 
 from perfsnake import ROOT
 from perfsnake.instruments.hooks import Daemon
-from perfsnake.instruments.sched import missing_tracepoint
+from perfsnake.machine import capabilities
 
 PROGRAMS = {p.stem: p for p in sorted((ROOT / "src" / "bpftrace").glob("*.bt"))}
-KPROBES = Path("/sys/bus/event_source/devices/kprobe")
 READY_MARKER = "perfsnake: attached"
 _TRACEPOINT = re.compile(r"\btracepoint:(\w+):(\w+)")
 _SCALAR = re.compile(r"^@(\w+): (-?\d+)$", re.M)
@@ -116,12 +115,12 @@ class Attach(Daemon):
             )
         self.require_tool("bpftrace", "bpftrace")
         source = self.program.read_text()
-        if re.search(r"\bk(ret)?probe:", source) and not KPROBES.exists():
+        if re.search(r"\bk(ret)?probe:", source) and not capabilities.kprobes():
             raise self.fail(
                 "the program uses kprobes, which this kernel does not offer (tracepoints and uprobes only)", "program"
             )
         events = tuple(f"{group}:{name}" for group, name in _TRACEPOINT.findall(source))
-        absent = missing_tracepoint(events) if events else None
+        absent = capabilities.missing_tracepoint(events) if events else None
         if absent:
             raise self.fail(f"this kernel has no {absent} tracepoint", "program")
         super().check(records, variables)

@@ -30,8 +30,9 @@ from pathlib import Path
 
 from perfsnake import layout
 from perfsnake.instruments.base import Context
-from perfsnake.instruments.sched import buffer_option, lost_events, missing_tracepoint
+from perfsnake.instruments.sched import buffer_option, lost_events
 from perfsnake.instruments.wrappers import Wrapper
+from perfsnake.machine import capabilities
 
 DATA_FILE = "offcpu.data"
 PID_FILE = "offcpu.pid"
@@ -57,7 +58,10 @@ class OffCpu(Wrapper):
             raise self.fail(
                 f"call graph mode {self.spec['call_graph']!r} (choose from {', '.join(self.MODES)})", "call_graph"
             )
-        absent = missing_tracepoint(EVENTS)
+        problem = capabilities.whole_machine_problem()
+        if problem:
+            raise self.fail(problem)
+        absent = capabilities.missing_tracepoint(EVENTS)
         if absent:
             raise self.fail(f"this kernel has no {absent} tracepoint (tracefs), which off-CPU analysis needs")
 

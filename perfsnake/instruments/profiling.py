@@ -4,7 +4,8 @@ perf stat writes a `;`-separated file in the run directory (never the
 benchmark's own output); each event becomes a metric `perf_stat.<event>`,
 its unit recorded beside it. Events the machine cannot count (a VM without a
 hardware PMU reads `<not supported>` for cycles, instructions, cache misses)
-become empty values with one warning in the run's perf_stat.log.
+are refused before any run, or with `unsupported: empty` become empty values
+with one warning in the run's perf_stat.log.
 
 perf record writes perf.data in the run directory; the Snakemake rules of
 rules/profile.smk turn it into a report, folded stacks and flame graphs.
@@ -20,6 +21,7 @@ from perfsnake import layout
 from perfsnake.errors import did_you_mean
 from perfsnake.instruments.base import Context, text
 from perfsnake.instruments.wrappers import Wrapper
+from perfsnake.machine import capabilities
 
 DEFAULT_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults")
 STAT_FILE = "perf.stat"
@@ -39,9 +41,10 @@ PORTABLE_EVENTS: dict[str, dict[str, str]] = {
 }
 
 
-#: perf's generic hardware and cache event names: valid everywhere, though a
-#: machine without a PMU cannot count them (their cells stay empty, with a
-#: warning), so a campaign stays portable between both kinds of machine.
+#: perf's generic hardware and cache event names: known everywhere, but only
+#: a machine with a PMU counts them. Elsewhere they are refused, or with
+#: `unsupported: empty` left empty with a warning (a campaign portable between
+#: both kinds of machine).
 GENERIC_EVENTS = frozenset({
     "cycles", "cpu-cycles", "instructions", "cache-references", "cache-misses", "branch-instructions", "branches",
     "branch-misses", "bus-cycles", "stalled-cycles-frontend", "stalled-cycles-backend", "ref-cycles",
@@ -66,6 +69,12 @@ def perf_events() -> frozenset[str]:
         head = line.split("[", 1)[0].strip()
         names.update(n.strip() for n in head.split(" OR ") if n.strip())
     return frozenset(names)
+
+
+def needs_pmu(name: str) -> bool:
+    """A hardware or cache event, or a raw code: counted by the CPU's PMU, not by the kernel."""
+    base = re.sub(r":[ukhHGpPS]+$", "", name)
+    return base in GENERIC_EVENTS or bool(re.fullmatch(r"r[0-9a-fA-F]+", base)) or base.startswith("cpu/")
 
 
 def unknown_event(name: str) -> bool:
@@ -138,7 +147,8 @@ class PerfStat(Wrapper):
 
     kind = "perf_stat"
     observer = True
-    options: dict[str, object] = {"events": list(DEFAULT_EVENTS)}
+    options: dict[str, object] = {"events": list(DEFAULT_EVENTS), "unsupported": "refuse"}
+    UNSUPPORTED = ("refuse", "empty")
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         self.require_tool("perf", "linux-perf")
@@ -149,7 +159,16 @@ class PerfStat(Wrapper):
             or not all(isinstance(e, str) and re.fullmatch(r"[A-Za-z0-9_.:/,=-]+", e) for e in events)
         ):
             raise self.fail("expected a non-empty list of event names", "events")
+        if self.spec["unsupported"] not in self.UNSUPPORTED:
+            raise self.fail(f"expected one of {', '.join(self.UNSUPPORTED)}", "unsupported")
         self.events = [resolve_event(e) for e in events]
+        hardware = [e for e in self.events if needs_pmu(e)]
+        if hardware and self.spec["unsupported"] == "refuse" and not capabilities.hardware_pmu():
+            raise self.fail(
+                f"{hardware[0]!r} needs a hardware PMU, which this machine lacks (a VM without PMU passthrough); "
+                "software events and tracepoints work, or set unsupported: empty to keep the campaign portable",
+                "events",
+            )
         for event in self.events:
             if unknown_event(event):
                 choices = sorted(perf_events() | GENERIC_EVENTS)

@@ -23,12 +23,12 @@ import re
 import subprocess
 from collections import defaultdict
 from collections.abc import Iterable
-from functools import cache
 from pathlib import Path
 
 from perfsnake import layout
 from perfsnake.instruments.base import Context
 from perfsnake.instruments.wrappers import Wrapper
+from perfsnake.machine import capabilities
 
 DATA_FILE = "sched.data"
 PID_FILE = "sched.pid"
@@ -36,7 +36,6 @@ JSON_FILE = "sched.json"
 GANTT = "sched_gantt"
 EVENTS = ("sched:sched_switch", "sched:sched_waking", "sched:sched_wakeup_new", "sched:sched_migrate_task",
           "sched:sched_process_fork")  # fmt: skip
-TRACEFS = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
 LOST = "sched.lost_events"
 METRICS = ("sched.threads", "sched.runtime_ms", "sched.wait_ms", "sched.delay_ms", "sched.blocked_ms",
            "sched.migrations", "sched.cpus_used", LOST)  # fmt: skip
@@ -45,16 +44,6 @@ _LINE = re.compile(
     r"^\s*(?P<comm>.+?)\s+(?P<tid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<time>[0-9.]+):\s+(?P<event>sched:\w+):\s+(?P<args>.*)$"
 )
 _FIELD = re.compile(r"(\w+)=(\S+)")
-
-
-@cache
-def missing_tracepoint(events: tuple[str, ...] = EVENTS) -> str | None:
-    """The first scheduler tracepoint this kernel lacks (None: all there)."""
-    for event in events:
-        group, name = event.split(":")
-        if not any((root / group / name).is_dir() for root in TRACEFS):
-            return event
-    return None
 
 
 _LOST = re.compile(r"PERF_RECORD_LOST(?:_SAMPLES)?\s+lost (\d+)")
@@ -85,7 +74,10 @@ class SchedTimeline(Wrapper):
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         self.require_tool("perf", "linux-perf")
-        absent = missing_tracepoint()
+        problem = capabilities.whole_machine_problem()
+        if problem:
+            raise self.fail(problem)
+        absent = capabilities.missing_tracepoint(EVENTS)
         if absent:
             raise self.fail(f"this kernel has no {absent} tracepoint (tracefs), which the timeline needs")
 

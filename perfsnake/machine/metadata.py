@@ -12,6 +12,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 
 from perfsnake import ROOT
+from perfsnake.machine import capabilities
 from perfsnake.machine.sysinfo import online_cpus, parse_cpu_list
 
 
@@ -109,6 +110,7 @@ def host_metadata() -> dict[str, object]:
         "memory": mem_total(),
         "cpufreq_governor": governors(),
         "perf_event_paranoid": _read("/proc/sys/kernel/perf_event_paranoid"),
+        "capabilities": capabilities.summary(),
         "kernel_cmdline": _read("/proc/cmdline"),
         "compiler": compiler.splitlines()[0] if compiler else None,
         "python": platform.python_version(),
