@@ -9,13 +9,14 @@ a link a benchmark planted.
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, SNAKEMAKE, jobs_run, mtimes, snakemake, statuses, write_campaign
+from helpers import ROOT, SNAKEMAKE, jobs_run, mtimes, processes_under, snakemake, statuses, write_campaign
 
 from perfsnake.results import read_csv
 
@@ -137,6 +138,27 @@ def test_killed_workflow_takes_its_benchmark_and_resume_never_overlaps(tmp_path,
     assert len(spans) == 3
     no_overlap(spans)
     assert not any(alive(p) for p in pids_in(runs, "gc.pid"))
+
+
+@pytest.mark.skipif(shutil.which("bpftrace") is None, reason="needs bpftrace")
+@pytest.mark.parametrize("target", ["process group", "session"])
+def test_killed_workflow_takes_its_attached_tracer(tmp_path, target):
+    camp = write_campaign(tmp_path, campaign(command="echo $$ > bench.pid; sleep 60; echo value={x}",
+                                             pre_run_hooks=[{"type": "attach", "program": "runqlat"}]))  # fmt: skip
+    proc = subprocess.Popen(snakemake_argv(camp, "--cores", "1", "all"), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    runs = tmp_path / "results/c/runs"
+    # The tracer attached (it started before the benchmark) and the benchmark runs.
+    wait_for(lambda: runs.exists() and pids_in(runs, "bench.pid") and processes_under(tmp_path, "bpftrace"),
+             what="the benchmark under its tracer", proc=proc)  # fmt: skip
+    doomed = processes_under(tmp_path, "bpftrace") + pids_in(runs, "bench.pid")
+    if target == "process group":
+        os.killpg(proc.pid, signal.SIGKILL)
+    else:
+        kill_session(proc.pid)
+    proc.wait()
+    wait_for(lambda: not any(alive(p) for p in doomed), timeout=10.0, what="the tracer and the benchmark to end")
+    assert not processes_under(tmp_path, "bpftrace")
 
 
 def test_two_invocations_in_one_checkout_never_overlap(tmp_path):

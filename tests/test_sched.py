@@ -186,6 +186,38 @@ def test_attachments_record_for_the_run_only(tmp_path):
     assert not processes_under(tmp_path, "bpftrace")
 
 
+CONTENDED = r"""
+#include <pthread.h>
+#include <stdio.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static volatile long c;
+static void *w(void *a) { for (int i = 0; i < 200000; i++) { pthread_mutex_lock(&m); for (int k = 0; k < 50; k++) c++; pthread_mutex_unlock(&m); } return a; }
+int main(void) { pthread_t t[4]; for (int i = 0; i < 4; i++) pthread_create(&t[i], 0, w, 0); for (int i = 0; i < 4; i++) pthread_join(t[i], 0); printf("c=%ld\n", c); return 0; }
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("bpftrace") is None, reason="needs bpftrace")
+def test_contention_attachment_sees_a_contended_mutex(tmp_path):
+    prog = tmp_path / "contended"
+    (tmp_path / "contended.c").write_text(CONTENDED)
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(prog), str(tmp_path / "contended.c")], check=True)
+    camp = write_campaign(tmp_path, {
+        "name": "ct",
+        "benchmark": {"type": "command", "command": str(prog), "metrics": {"c": r"c=(\d+)"}},
+        "variables": {"x": [1]},
+        "nb_runs": 1,
+        "pre_run_hooks": [{"type": "attach", "program": "contention"}],
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_csv(tmp_path / "results/ct/ct.csv")
+    assert (frame["status"] == "ok").all() and (frame["c"] == 40_000_000).all()
+    # 800,000 lock operations by 4 threads: some of them slept in futex(2), attributed to the program.
+    assert (frame["attach.contention.futex_wait.count"] > 0).all()
+    out = (tmp_path / "results/ct/runs/x-1/run-1/attach-contention.txt").read_text()
+    assert "@futex_wait_us_by_comm[contended]:" in out
+
+
 def test_attachment_programs_are_checked_before_any_run(tmp_path):
     from perfsnake.campaign import load_campaign
     from perfsnake.errors import CampaignError
