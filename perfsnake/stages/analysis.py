@@ -3,7 +3,8 @@
 summary.csv: one row per record and metric (n, mean, median, std, cv, min,
 max, interval of the mean on subsession means, exact order-statistic
 interval of the median with its achieved level, lag-1 autocorrelation,
-subsession size, samples dropped as warm-up or cool-down, stability flags).
+subsession size, samples dropped as warm-up or cool-down, stability flags,
+the two modes when the runs fall into two groups: perfsnake.modes).
 
 comparisons.csv: Welch's test for every pair of records that differ in
 exactly one variable (or, with a baseline, each record against the record
@@ -23,6 +24,7 @@ import numpy as np
 
 from perfsnake import gates
 from perfsnake.escape import value_text
+from perfsnake.modes import two_modes
 from perfsnake.schema import schema_defaults
 from perfsnake.stats import spread_flags, summarise, trend, welch_on_subsessions
 
@@ -95,9 +97,12 @@ def summary_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[s
         for key, x in samples_by_record(results, variables, metric).items():
             s = summarise(x, float(opts["confidence"]), float(opts["autocorrelation_threshold"]))  # type: ignore[arg-type]
             tau, p = trend(x)
+            modes = two_modes(x)
+            warnings = [*spread_flags(x, float(opts["unstable_cv"]), float(opts["unstable_max_min"])), *machine[key]]  # type: ignore[arg-type]
+            if modes:
+                warnings.append(f"two modes: {modes.describe()} (its mean describes neither)")
             row = {**dict(zip(variables, key, strict=True)), "metric": metric, **s.as_dict(), "warmup_samples_dropped": dropped.get(key, 0),
-                   "trend_tau": tau, "trend_p": p,
-                   "flags": [*spread_flags(x, float(opts["unstable_cv"]), float(opts["unstable_max_min"])), *machine[key]]}  # type: ignore[arg-type]  # fmt: skip
+                   "trend_tau": tau, "trend_p": p, "modes": modes.describe() if modes else "", "flags": warnings}  # fmt: skip
             if key in reached:
                 row["precision_target_met"] = reached[key]["met"]
                 row["precision_rel_ci"] = reached[key]["rel_ci"]

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from perfsnake.escape import value_text
+from perfsnake.modes import two_modes
 from perfsnake.stats import summarise as summarise_samples
 
 CONFIDENCE = 0.95
@@ -159,6 +160,7 @@ class Plot:
         units: Mapping[str, str] | None,
     ):
         self.spec, self.kind = spec, str(spec["kind"])
+        self.bimodal = 0
         self.confidence, self.statistic = confidence, statistic
         self.label = Labels(spec.get("labels"), units)
         self.metrics = metrics_of(spec)
@@ -427,6 +429,8 @@ class Plot:
             lines.append(f"{self.statistic}, {self.confidence * 100:g} % CI")
         elif self.kind == "strip":
             lines.append("every run; tick: median")
+        if self.bimodal:
+            lines.append(f"drawn as strips: the runs of {self.bimodal} group(s) fall into two modes")
         if len(counts):
             lo, hi = int(counts.min()), int(counts.max())
             per = {"box": "per box", "strip": "per group"}.get(self.kind, "per point")
@@ -438,7 +442,16 @@ class Plot:
         expr = "datum.value" if field == METRIC else f"{_quoted(name + ' = ')} + datum.value"
         return alt.Header(title=None, labelExpr=expr, labelFontSize=11, labelFontWeight="bold")
 
+    def bimodal_groups(self) -> int:
+        """How many plotted records' runs fall into two groups (perfsnake.modes)."""
+        groups = self.frame.groupby(self.keys, dropna=False, sort=False)[VALUE]
+        return sum(two_modes(values.to_numpy()) is not None for _, values in groups)
+
     def build(self) -> alt.TopLevelMixin:
+        self.bimodal = self.bimodal_groups() if self.kind in ("line", "bar") else 0
+        if self.bimodal:
+            # A mean and its interval describe neither group: show every run.
+            self.kind = "strip"
         if self.kind in ("line", "bar"):
             inner, table = self.summary_chart()
         elif self.kind == "strip":
