@@ -97,6 +97,39 @@ def test_analysis_of_a_recorded_event_stream():
     assert by[11]["cpus"] == [0, 1] and by[11]["migrations"] == 1 and t["totals"]["sched.cpus_used"] == 2
 
 
+@pytest.mark.e2e
+def test_timeline_tells_the_placement_daemons_pins_from_the_schedulers_moves(tmp_path):
+    prog = tmp_path / "two"
+    (tmp_path / "two.c").write_text(TWO_THREADS)
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(prog), str(tmp_path / "two.c")], check=True)
+    camp = write_campaign(tmp_path, {
+        "name": "pl",
+        "benchmark": {"type": "command", "command": str(prog), "metrics": {"done": r"done=(\d)"}},
+        "variables": {"placement": ["close", "normal"]},
+        "nb_runs": 1,
+        "pre_run_hooks": ["placement"],
+        "wrappers": ["sched_timeline"],
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    runs = tmp_path / "results/pl/runs"
+    close = json.loads((runs / "placement-close/run-1/sched.json").read_text())
+    program = [t for t in close["threads"] if t["name"] == "two"]
+    pinned = [t for t in program if "pinned_cpu" in t]
+    # The daemon pinned the program's threads (the main thread at least: it
+    # lives until the others end); from its pin on, each ran on that CPU
+    # only and the scheduler never moved it.
+    assert pinned and any(t["tid"] == min(x["tid"] for x in program) for t in pinned), close["threads"]
+    log = (runs / "placement-close/run-1/daemon-placement/stdout.txt").read_text()
+    for t in pinned:
+        assert (
+            f"tid {t['tid']} " in log
+            and f" cpu {t['pinned_cpu']} " in log.split(f"tid {t['tid']} ", 1)[1].split("\n")[0]
+        )
+        assert t["cpus_after_pin"] in ([], [t["pinned_cpu"]]) and t["migrations_after_pin"] == 0, t
+    normal = json.loads((runs / "placement-normal/run-1/sched.json").read_text())
+    assert not any("pinned_cpu" in t for t in normal["threads"])
+
+
 SLEEPY = r"""
 #include <stdio.h>
 #include <stdlib.h>

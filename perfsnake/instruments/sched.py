@@ -93,7 +93,8 @@ class SchedTimeline(Wrapper):
         ]
 
     def prefix(self, ctx: Context) -> list[str]:
-        argv = ["perf", "record", "--quiet", "-a", *buffer_option(), "-o", DATA_FILE]
+        # The monotonic clock: the placement daemon's pins are timed on it.
+        argv = ["perf", "record", "--quiet", "-a", "-k", "monotonic", *buffer_option(), "-o", DATA_FILE]
         for event in EVENTS:
             argv += ["-e", event]
         # The benchmark's pid, written before it becomes the benchmark.
@@ -131,8 +132,29 @@ def _events(data: Path) -> Iterable[tuple[str, int, int, float, str, dict[str, s
             )
 
 
-def analyse(events: Iterable[tuple[str, int, int, float, str, dict[str, str]]], root: int) -> dict[str, object]:
-    """Slices, waits and migrations of the threads descending from `root`."""
+_PIN = re.compile(r"^tid (\d+) thread \d+ policy \S+ cpu (\d+) pid \d+ at ([0-9.]+)$", re.M)
+
+
+def placement_pins(run_dir: Path) -> dict[int, tuple[int, float]]:
+    """The placement daemon's pins of this run: tid -> (CPU, when, on the monotonic clock)."""
+    log = run_dir / "daemon-placement" / "stdout.txt"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return {int(tid): (int(cpu), float(at)) for tid, cpu, at in _PIN.findall(text)}
+
+
+def analyse(
+    events: Iterable[tuple[str, int, int, float, str, dict[str, str]]],
+    root: int,
+    pins: dict[int, tuple[int, float]] | None = None,
+) -> dict[str, object]:
+    """Slices, waits and migrations of the threads descending from `root`.
+
+    `pins` (the placement daemon's, timed on the recording's clock) tell its
+    moves from the scheduler's: per pinned thread, the CPU, when, and the
+    migrations after it away from that CPU (none, when the pin holds; a
+    thread asleep when pinned moves to its CPU at its next wake-up, which is
+    the pin taking effect)."""
+    pins = pins or {}
     ours = {root}
     names: dict[int, str] = {}
     running: dict[int, tuple[float, int]] = {}  # tid -> (switched in at, cpu)
@@ -201,11 +223,17 @@ def analyse(events: Iterable[tuple[str, int, int, float, str, dict[str, str]]], 
         for key in ("start", "end", "t"):
             if key in item:
                 item[key] = round((float(item[key]) - origin) * 1000, 6)  # type: ignore[arg-type]  # ms from the first slice
+    pinned = {t: (cpu, round((at - origin) * 1000, 6)) for t, (cpu, at) in pins.items() if t in seen}
     threads = [{"tid": t, "name": names.get(t, ""), "runtime_ms": stats[t]["run"] * 1000,
                 "wait_ms": stats[t]["wait"] * 1000, "delay_ms": stats[t]["delay"] * 1000,
                 "blocked_ms": stats[t]["blocked"] * 1000,
                 "migrations": sum(m["tid"] == t for m in migrations),
-                "cpus": sorted({int(s["cpu"]) for s in slices if s["tid"] == t})} for t in seen]  # type: ignore[call-overload]  # fmt: skip
+                "cpus": sorted({int(s["cpu"]) for s in slices if s["tid"] == t}),  # type: ignore[call-overload]
+                **({"pinned_cpu": pinned[t][0], "pinned_at_ms": pinned[t][1],
+                    "migrations_after_pin": sum(m["tid"] == t and float(m["t"]) > pinned[t][1] and m["to"] != pinned[t][0]  # type: ignore[arg-type]
+                                                for m in migrations),
+                    "cpus_after_pin": sorted({int(s["cpu"]) for s in slices if s["tid"] == t and float(s["start"]) >= pinned[t][1]})}  # type: ignore[call-overload, arg-type]
+                   if t in pinned else {})} for t in seen]  # fmt: skip
     totals = {
         "sched.threads": len(threads),
         "sched.runtime_ms": sum(t["runtime_ms"] for t in threads),
@@ -233,7 +261,7 @@ def load(run_dir: Path) -> dict | None:
     data, pid = run_dir / DATA_FILE, run_dir / PID_FILE
     if not data.exists() or not pid.exists() or not pid.read_text().strip():
         return None
-    timeline = analyse(_events(data), int(pid.read_text()))
+    timeline = analyse(_events(data), int(pid.read_text()), placement_pins(run_dir))
     totals = timeline["totals"]
     assert isinstance(totals, dict)
     totals[LOST] = lost_events(data)

@@ -42,9 +42,15 @@ def draw_gantt(run_dir: Path, outputs: Sequence[Path], title: str) -> None:
                 mark = alt.Chart(frame).mark_tick(color=colour, thickness=2, size=ROW_PX) if kind == "tick" else \
                     alt.Chart(frame).mark_point(color=colour, size=12, filled=True)  # fmt: skip
                 layers.append(mark.encode(x="t:Q", y=y, tooltip=["thread", "t"]))
+        # (a thread pinned before the recording's first slice: at its start)
+        pins = pd.DataFrame([{"thread": label[t["tid"]], "t": max(0.0, t["pinned_at_ms"]), "cpu": f"CPU {t['pinned_cpu']}"}
+                             for t in timeline["threads"] if "pinned_at_ms" in t])  # fmt: skip
+        if len(pins):  # the placement daemon's pins: what follows them is its doing, not the scheduler's
+            layers.append(alt.Chart(pins).mark_point(shape="triangle-right", size=40, color="#222222", filled=True)
+                          .encode(x="t:Q", y=y, tooltip=["thread", "t", "cpu"]))  # fmt: skip
         totals = timeline["totals"]
         subtitle = (f"{totals['sched.threads']} threads, {totals['sched.migrations']} migrations (red), "
-                    f"{totals['sched.cpus_used']} CPUs; dots: wake-ups")  # fmt: skip
+                    f"{totals['sched.cpus_used']} CPUs; dots: wake-ups" + ("; triangles: pinned by the placement daemon" if len(pins) else ""))  # fmt: skip
         figure = alt.layer(*layers).properties(
             width=560, height=max(60, ROW_PX * len(order)), title=alt.TitleParams(title, subtitle=subtitle)
         )

@@ -185,6 +185,16 @@ static const struct policy policies[] = {
 
 /* ---- watching the run ------------------------------------------------------ */
 
+/* When a thread was pinned, on the clock `perf record -k monotonic` uses, so
+ * a scheduler timeline can tell the daemon's moves from the scheduler's. */
+static double monotonic_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static int seen_tid[MAX_THREADS];
 static long nseen;
 
@@ -240,12 +250,13 @@ static void scan(const struct policy *pol, const char *run_dir, pid_t my_pgid)
 			cpu = pol->pick(nseen);
 			if (cpu >= 0) {
 				cpu_set_t set;
+				double at = monotonic_s(); /* before the call: the pin's moves all come after it */
 				CPU_ZERO(&set);
 				CPU_SET(cpu, &set);
 				if (sched_setaffinity(tid, sizeof(set), &set))
 					printf("tid %d thread %ld policy %s cpu %d error %s\n", tid, nseen, pol->name, cpu, strerror(errno));
 				else
-					printf("tid %d thread %ld policy %s cpu %d pid %d\n", tid, nseen, pol->name, cpu, pid);
+					printf("tid %d thread %ld policy %s cpu %d pid %d at %.6f\n", tid, nseen, pol->name, cpu, pid, at);
 			} else {
 				printf("tid %d thread %ld policy %s cpu - pid %d\n", tid, nseen, pol->name, pid);
 			}
