@@ -426,6 +426,22 @@ def check_plots(
             raise CampaignError(
                 origin, f"plots[{i}].y", "several metrics take the rows or the columns: drop row or column"
             )
+        if plot["kind"] == "breakdown":
+            if "color" in plot or len(ys) < 2:
+                raise CampaignError(
+                    origin,
+                    f"plots[{i}]",
+                    "a breakdown stacks two or more y metrics (its colours): set y to a list and no color",
+                )
+            if plot["x"] not in order:
+                raise CampaignError(
+                    origin, f"plots[{i}].x", f"a breakdown's x must be a variable (a thread count), not {plot['x']!r}"
+                )
+            xs = [r[plot["x"]] for r in recs or []]
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in xs):
+                raise CampaignError(
+                    origin, f"plots[{i}].x", f"a breakdown's x must be a positive thread count ({plot['x']!r} is not)"
+                )
         mapped = {plot.get(a) for a in ("x", "color", "row", "column", "facet")}
         loose = [v for v in varying if v not in mapped]
         if loose:

@@ -3,9 +3,10 @@
     derived: {events_per_s: "events / total_time_s", hit_rate: "hits / (hits + misses)"}
 
 An expression is parsed once (at validation) into Python's AST and evaluated
-by walking it: numbers, names, + - * / // % **, unary minus, parentheses and
-the functions below. Nothing else is accepted (no attribute access, no calls
-of other names, no `eval`).
+by walking it: numbers, names (dotted ones too: `sched.runtime_ms` is one
+metric's name), + - * / // % **, unary minus, parentheses and the functions
+below. Nothing else is accepted (no attribute access, no calls of other
+names, no `eval`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,18 @@ class ExpressionError(ValueError):
     pass
 
 
+def _dotted(node: ast.AST) -> str | None:
+    """`sched.runtime_ms` as one name: instruments' metrics are dotted, and
+    nothing has attributes here."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
 def parse(text: str) -> ast.Expression:
     """Parse and check an expression; ExpressionError names what is not allowed."""
     try:
@@ -42,6 +55,8 @@ def parse(text: str) -> ast.Expression:
         raise ExpressionError(f"not an expression: {exc.msg}") from None
     for node in ast.walk(tree):
         if isinstance(node, (ast.Expression, ast.Load, ast.Name, ast.BinOp, ast.UnaryOp, *_BINARY, *_UNARY)):
+            continue
+        if isinstance(node, ast.Attribute) and _dotted(node):
             continue
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
             continue
@@ -60,7 +75,9 @@ def parse(text: str) -> ast.Expression:
 def names(tree: ast.Expression) -> set[str]:
     """The metric and variable names an expression reads."""
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
+    inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    found = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called | inner}
+    return found | {str(_dotted(n)) for n in ast.walk(tree) if isinstance(n, ast.Attribute) and id(n) not in inner}
 
 
 def evaluate(tree: ast.Expression, values: Mapping[str, object]) -> float | None:
@@ -72,10 +89,11 @@ def evaluate(tree: ast.Expression, values: Mapping[str, object]) -> float | None
             return walk(node.body)
         if isinstance(node, ast.Constant):
             return float(node.value)  # type: ignore[arg-type]  # parse() admits only int and float
-        if isinstance(node, ast.Name):
-            value = values.get(node.id)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = str(_dotted(node))
+            value = values.get(name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise LookupError(node.id)
+                raise LookupError(name)
             return float(value)
         if isinstance(node, ast.BinOp):
             return _BINARY[type(node.op)](walk(node.left), walk(node.right))

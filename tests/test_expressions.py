@@ -15,9 +15,28 @@ def test_arithmetic_over_names():
     assert expressions.evaluate(tree, {"events": 10, "total_time_s": 4, "a": 3}) == pytest.approx(2.5 + 9 + 1)
 
 
+def test_dotted_metric_names_are_names():
+    tree = expressions.parse("sched.runtime_ms * (1 - perf_record.spin_share)")
+    assert expressions.names(tree) == {"sched.runtime_ms", "perf_record.spin_share"}
+    values = {"sched.runtime_ms": 10, "perf_record.spin_share": 0.25}
+    assert expressions.evaluate(tree, values) == pytest.approx(7.5)
+    assert expressions.evaluate(tree, {"sched.runtime_ms": 10}) is None
+
+
 @pytest.mark.parametrize(
     "text",
-    ["__import__('os').system('x')", "a.b", "open('f')", "a if b else c", "[1]", "'s'", "lambda: 1", "a < b", "True"],
+    [
+        "__import__('os').system('x')",
+        "a.b()",
+        "(1).real",
+        "open('f')",
+        "a if b else c",
+        "[1]",
+        "'s'",
+        "lambda: 1",
+        "a < b",
+        "True",
+    ],
 )
 def test_anything_but_arithmetic_is_refused(text):
     with pytest.raises(expressions.ExpressionError):

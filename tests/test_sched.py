@@ -251,6 +251,74 @@ def test_contention_attachment_sees_a_contended_mutex(tmp_path):
     assert "@futex_wait_us_by_comm[contended]:" in out
 
 
+SCALING = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static volatile long c;
+static void *w(void *a) { for (int i = 0; i < 100000; i++) { pthread_mutex_lock(&m); for (int k = 0; k < 50; k++) c++; pthread_mutex_unlock(&m); } return a; }
+int main(int argc, char **argv) { int n = atoi(argv[1]); pthread_t t[64]; for (int i = 0; i < n; i++) pthread_create(&t[i], 0, w, 0); for (int i = 0; i < n; i++) pthread_join(t[i], 0); printf("c=%ld\n", c); return 0; }
+"""
+
+
+@pytest.mark.e2e
+def test_scalability_breakdown_stacks_where_the_threads_time_went(tmp_path):
+    prog = tmp_path / "scaling"
+    (tmp_path / "scaling.c").write_text(SCALING)
+    subprocess.run(
+        ["cc", "-O2", "-fno-omit-frame-pointer", "-pthread", "-o", str(prog), str(tmp_path / "scaling.c")], check=True
+    )
+    parts = ["running_ms", "spinning_ms", "sched.app.wait_ms", "sched.app.blocked_ms"]
+    camp = write_campaign(tmp_path, {
+        "name": "sb",
+        "benchmark": {"type": "command", "command": f"{prog} {{threads}}", "metrics": {"c": r"c=(\d+)"}},
+        "variables": {"threads": [1, 2, 4]},
+        "nb_runs": 1,
+        "wrappers": ["sched_timeline", {"type": "perf_record", "spin": "lll_lock|mutex_lock|futex"}],
+        "derived": {"running_ms": "sched.app.runtime_ms * (1 - perf_record.spin_share)",
+                    "spinning_ms": "sched.app.runtime_ms * perf_record.spin_share"},
+        "plots": [{"kind": "breakdown", "x": "threads", "y": parts, "name": "breakdown"}],
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_csv(tmp_path / "results/sb/sb.csv")
+    assert (frame["status"] == "ok").all() and list(frame.sort_values("threads")["c"]) == [
+        5_000_000,
+        10_000_000,
+        20_000_000,
+    ]
+    assert frame["perf_record.spin_share"].between(0, 1).all()
+    for part in parts:
+        assert (frame[part] >= 0).all(), part
+    # One thread cannot wait for the lock; four on two CPUs do (runnable or asleep in futex).
+    four = frame[frame["threads"] == 4].iloc[0]
+    assert four["sched.app.wait_ms"] + four["sched.app.blocked_ms"] > 0
+    # The application's threads: the program's main thread and its workers.
+    assert list(frame.sort_values("threads")["sched.app.threads"]) == [2, 3, 5]
+    svg = (tmp_path / "results/sb/plots/breakdown.svg").read_text()
+    assert "ideal speedup" in svg and "spinning_ms" in svg
+
+
+def test_a_breakdown_needs_stacked_metrics_and_a_thread_count(tmp_path):
+    from perfsnake.campaign import load_campaign
+    from perfsnake.errors import CampaignError
+
+    base = {"name": "b", "benchmark": {"type": "command", "command": "echo v={t}", "metrics": {"v": r"v=(\d+)"}},
+            "variables": {"t": [1, 2]}}  # fmt: skip
+    bad = [({"kind": "breakdown", "x": "t", "y": "v"}, "stacks two or more y metrics"),
+           ({"kind": "breakdown", "x": "v", "y": ["v", "wall_s"]}, "must be a variable")]  # fmt: skip
+    for plot, problem in bad:
+        path = write_campaign(tmp_path, {**base, "plots": [plot]})
+        with pytest.raises(CampaignError, match=problem):
+            load_campaign(path)
+    path = write_campaign(
+        tmp_path,
+        {**base, "variables": {"t": ["a", "b"]}, "plots": [{"kind": "breakdown", "x": "t", "y": ["v", "wall_s"]}]},
+    )
+    with pytest.raises(CampaignError, match="positive thread count"):
+        load_campaign(path)
+
+
 def test_attachment_programs_are_checked_before_any_run(tmp_path):
     from perfsnake.campaign import load_campaign
     from perfsnake.errors import CampaignError

@@ -106,6 +106,23 @@ def resolve_event(name: str, vendor: str | None = None) -> str:
     return table.get(vendor or cpu_vendor(), table["default"])
 
 
+SPIN_SHARE = "perf_record.spin_share"
+_SELF = re.compile(r"^\s*([0-9.]+)%\s+\[[^\]]+\]\s+(.+?)\s*$", re.M)
+
+
+def spin_share(data: Path, pattern: str) -> float | None:
+    """Share of a recording's samples whose own function (not its callers) matches `pattern`."""
+    import subprocess
+
+    proc = subprocess.run(["perf", "report", "-i", str(data), "--stdio", "--no-children", "--sort", "sym", "-g", "none",
+                           "-q", "--percent-limit", "0"], capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    rows = _SELF.findall(proc.stdout)
+    if proc.returncode != 0 or not rows:
+        return None
+    spin = re.compile(pattern)
+    return sum(float(p) for p, sym in rows if spin.search(sym)) / 100
+
+
 def _number(value: str) -> float | int | None:
     """A perf stat value, whatever the locale's decimal separator."""
     if value.startswith("<"):  # <not supported>, <not counted>
@@ -211,11 +228,17 @@ class PerfRecord(Wrapper):
 
     kind = "perf_record"
     observer = True
-    options: dict[str, object] = {"frequency": 999, "call_graph": "fp"}
+    options: dict[str, object] = {"frequency": 999, "call_graph": "fp", "spin": None}
     MODES = ("fp", "dwarf", "lbr", "none")
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         self.require_tool("perf", "linux-perf")
+        spin = self.spec["spin"]
+        if spin is not None:
+            try:
+                re.compile(str(spin))
+            except re.error as exc:
+                raise self.fail(f"not a regular expression: {exc}", "spin") from None
         for record in [*records, {}]:
             freq = record.get("perf_frequency", self.spec["frequency"])
             mode = record.get("perf_call_graph", self.spec["call_graph"])
@@ -226,6 +249,17 @@ class PerfRecord(Wrapper):
 
     def needs_flame_tools(self) -> bool:
         return True
+
+    def declared_metrics(self) -> list[str]:
+        return [SPIN_SHARE] if self.spec["spin"] is not None else []
+
+    def metrics(self, run_dir: Path) -> dict[str, object]:
+        """With `spin:`, the share of the run's samples in functions it matches
+        (lock spinning, for a scalability breakdown's spinning part)."""
+        if self.spec["spin"] is None:
+            return {}
+        data = run_dir / RECORD_FILE
+        return {SPIN_SHARE: spin_share(data, str(self.spec["spin"])) if data.exists() else None}
 
     def targets(self, campaign: str, records: list[str], nb_runs: int, compare: list[tuple[str, str]]) -> list[str]:
         """perf report and a flame graph per run, folded stacks per record, declared diffs."""

@@ -36,9 +36,13 @@ JSON_FILE = "sched.json"
 GANTT = "sched_gantt"
 EVENTS = ("sched:sched_switch", "sched:sched_waking", "sched:sched_wakeup_new", "sched:sched_migrate_task",
           "sched:sched_process_fork")  # fmt: skip
+#: Process names of the run's own tools (never the application's threads).
+TOOLS = frozenset({"perf", "perf-exec", "psrun", "psplace", "strace", "ltrace", "valgrind", "bpftrace", "taskset",
+                   "numactl", "nice", "env", "time"})  # fmt: skip
 LOST = "sched.lost_events"
 METRICS = ("sched.threads", "sched.runtime_ms", "sched.wait_ms", "sched.delay_ms", "sched.blocked_ms",
-           "sched.migrations", "sched.cpus_used", LOST)  # fmt: skip
+           "sched.migrations", "sched.cpus_used", LOST, "sched.app.threads", "sched.app.runtime_ms",
+           "sched.app.wait_ms", "sched.app.delay_ms", "sched.app.blocked_ms")  # fmt: skip
 
 _LINE = re.compile(
     r"^\s*(?P<comm>.+?)\s+(?P<tid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<time>[0-9.]+):\s+(?P<event>sched:\w+):\s+(?P<args>.*)$"
@@ -243,8 +247,19 @@ def analyse(
         "sched.migrations": len([m for m in migrations if m["tid"] in seen]),
         "sched.cpus_used": len({int(s["cpu"]) for s in slices}),  # type: ignore[call-overload]
     }
+    # The application: the threads named like the busiest one that is not a
+    # tool of the run (the wrappers and tracers that start or watch it mostly
+    # wait, or work for themselves, and would swamp a breakdown of where its
+    # own threads' time went).
+    candidates = [t for t in threads if str(t["name"]) not in TOOLS] or threads
+    busiest = max(candidates, key=lambda t: float(t["runtime_ms"]), default=None)
+    app = [t for t in threads if busiest is not None and t["name"] == busiest["name"]]
+    for part in ("runtime_ms", "wait_ms", "delay_ms", "blocked_ms"):
+        totals[f"sched.app.{part}"] = sum(float(t[part]) for t in app)
+    totals["sched.app.threads"] = len(app)
     return {
         "root": root,
+        "app": busiest["name"] if busiest else None,
         "threads": threads,
         "slices": slices,
         "migrations": migrations,

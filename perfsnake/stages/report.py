@@ -219,7 +219,8 @@ class Plot:
 
     @property
     def many_metrics(self) -> bool:
-        return len(self.metrics) > 1
+        """Several metrics, one panel each (a breakdown stacks its metrics in one panel instead)."""
+        return len(self.metrics) > 1 and self.kind != "breakdown"
 
     def y_title(self) -> str | None:
         return None if self.many_metrics else self.label.axis(self.metrics[0])
@@ -400,6 +401,31 @@ class Plot:
         marker = marker.transform_filter("datum.layer == 'median'")
         return alt.layer(dots, marker, data=data), data  # type: ignore[return-value]
 
+    def breakdown_chart(self) -> tuple[alt.Chart, pd.DataFrame]:
+        """Speedup stack: per value of x (a thread count), the mean of each
+        time component over its runs, as its share of their sum scaled to x
+        (the ideal speedup), stacked. The bars' tops follow linear scaling;
+        the first component (running) is the parallelism achieved, the others
+        say where the rest of the threads' time went."""
+        x = self.field["x"]
+        facets = [self.field[r] for r in ("row", "column") if r in self.field]
+        means = self.frame.groupby([x, *facets, METRIC], dropna=False, sort=False)[VALUE].mean().reset_index()
+        totals = means.groupby([x, *facets], dropna=False)[VALUE].transform("sum")
+        threads = pd.to_numeric(means[x], errors="coerce")
+        means["share"] = means[VALUE] / totals.where(totals > 0)
+        means["scaled"] = means["share"] * threads
+        means["order"] = means[METRIC].map({m: i for i, m in enumerate(self.order[METRIC])})
+        table = means.rename(columns={VALUE: "mean"})
+        bars = alt.Chart(table).mark_bar(size=max(6.0, self.band_px() * 0.6)).encode(
+            x=alt.X(f"{x}:O", title=self.label.name(self.title_of[x]), sort=self.order.get(x, [])),
+            y=alt.Y("scaled:Q", stack="zero", title="threads (bar: ideal speedup)", axis=SI_AXIS),
+            color=alt.Color(f"{METRIC}:N", sort=self.order[METRIC], title=None,
+                            scale=alt.Scale(scheme="tableau10")),
+            order=alt.Order("order:Q"),
+            tooltip=[x, METRIC, alt.Tooltip("share:Q", format=".1%"), alt.Tooltip("mean:Q", format=".4g")],
+        )  # fmt: skip
+        return bars, table
+
     def box_chart(self) -> tuple[alt.Chart, pd.DataFrame]:
         scale = self.y_scale(self.frame[VALUE], self.frame[VALUE])
         y = alt.Y(f"{VALUE}:Q", title=self.y_title(), scale=scale, axis=SI_AXIS)
@@ -429,6 +455,10 @@ class Plot:
             lines.append(f"{self.statistic}, {self.confidence * 100:g} % CI")
         elif self.kind == "strip":
             lines.append("every run; tick: median")
+        elif self.kind == "breakdown":
+            lines.append(
+                "each bar: the threads' time, split by mean share, scaled to the thread count (linear scaling)"
+            )
         if self.bimodal:
             lines.append(f"drawn as strips: the runs of {self.bimodal} group(s) fall into two modes")
         if len(counts):
@@ -456,6 +486,8 @@ class Plot:
             inner, table = self.summary_chart()
         elif self.kind == "strip":
             inner, table = self.strip_chart()
+        elif self.kind == "breakdown":
+            inner, table = self.breakdown_chart()  # type: ignore[assignment]
         else:
             inner, table = self.box_chart()  # type: ignore[assignment]
         interval = self.kind in ("line", "bar") and self.has_interval(table)

@@ -290,6 +290,8 @@ def plot_caption(campaign: object, plot: Mapping[str, object]) -> str:
         "bar": "one bar per record: the " + interval_kind(data["statistics"]),
         "strip": "one dot per run (jittered within its band), a tick at the median",
         "box": "the runs of each record as a box (quartiles, median, whiskers to min and max)",
+        "breakdown": "per thread count, the threads' time split into these parts by their mean share and scaled "
+        "to the thread count (bar height: linear scaling; the first part: the parallelism achieved)",
     }[kind]
     n = campaign.nb_runs  # type: ignore[attr-defined]
     runs = (
