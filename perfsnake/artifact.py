@@ -9,7 +9,7 @@ Snakemake report and a REPRODUCE.md, with a sha256 MANIFEST. Entries are
 sorted and dated 1980-01-01, so two artifacts can be compared with `unzip -l`
 or `diff` of their manifests.
 
-    python -m perfsnake.artifact compare PACKED/summary.csv NEW/summary.csv
+    python -m perfsnake compare PACKED/summary.csv NEW/summary.csv
 
 compares a re-run with the packed results (per record and metric).
 """
@@ -460,7 +460,7 @@ def reproduce_md(
         "metric, compare the new means with the packed ones and their 95 % intervals:",
         "",
         "```sh",
-        f".venv/bin/python -m perfsnake.artifact compare ../results/{name}/summary.csv results/{name}/summary.csv",
+        f".venv/bin/python -m perfsnake compare ../results/{name}/summary.csv results/{name}/summary.csv",
         "```",
         "",
         "It prints one CSV line per record and metric: packed and new n and mean, the",

@@ -80,10 +80,12 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     cmp = sub.add_parser(
         "compare",
-        help="compare a re-run's summary.csv with a packed one (per record and metric: means, in the packed interval?)",
+        help="one campaign's results from several dates or hosts (result directories or artifact zips): "
+        "each side's statistic, ratio to the first with its interval, Holm-adjusted p, and what differs in the metadata",
     )
-    cmp.add_argument("packed", metavar="PACKED.csv", help="summary.csv from the artifact")
-    cmp.add_argument("new", metavar="NEW.csv", help="summary.csv of the re-run")
+    cmp.add_argument("sides", nargs="+", metavar="DIR_OR_ZIP",
+                     help="results/<campaign>/ directories or artifact zips (two summary.csv files: the artifact check)")  # fmt: skip
+    cmp.add_argument("--output", metavar="DIR", help="also write compare.csv, compare.md, metadata_differences.csv")
     sub.add_parser(
         "capabilities", help="what this machine lets instruments observe (hardware PMU, kprobes, uprobes, BTF, ...)"
     )
@@ -115,9 +117,18 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{key}: {value}")
             return 0
         if args.command == "compare":
-            from perfsnake.artifact import main as artifact_main
+            if len(args.sides) == 2 and all(p.endswith(".csv") for p in args.sides):
+                from perfsnake.artifact import main as artifact_main  # a re-run against its artifact's summary
 
-            return artifact_main(["compare", args.packed, args.new])
+                return artifact_main(["compare", *args.sides])
+            from perfsnake.compare import CompareError
+            from perfsnake.compare import main as compare_main
+
+            try:
+                return compare_main(args.sides, args.output)
+            except CompareError as exc:
+                print(f"perfsnake: compare: {exc}", file=sys.stderr)
+                return 2
         config = _config(args.config)
         campaign_files(config)
         if args.command == "artifact":

@@ -28,9 +28,14 @@ def write_campaign(workdir: Path, data: dict, name: str = "c.yaml") -> Path:
 
 
 def snakemake(
-    workdir: Path, campaign: Path | None, *args: str, timeout: float = 600, check: bool = True
+    workdir: Path,
+    campaign: Path | None,
+    *args: str,
+    timeout: float = 600,
+    check: bool = True,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
-    """Run the real workflow with the project's profile, in `workdir`."""
+    """Run the real workflow with the project's profile, in `workdir` (`env`: variables to set)."""
     cmd = [
         SNAKEMAKE,
         "-s", str(ROOT / "workflow" / "Snakefile"),
@@ -44,7 +49,8 @@ def snakemake(
     # --config takes every following word, so it goes last.
     if campaign is not None:
         cmd += ["--config", f"campaign={campaign}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir, check=False)
+    environ = {**os.environ, **env} if env else None
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir, check=False, env=environ)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc

@@ -185,7 +185,7 @@ def test_rerun_from_the_artifact_matches(packed, tmp_path):
     assert sorted(read_csv(wf / "results/c/c.csv")["value"]) == [1, 1, 2, 2]
     # The comparison REPRODUCE.md describes, with the unpacked workflow's code.
     cmp = subprocess.run(
-        [PYTHON, "-m", "perfsnake.artifact", "compare", "../results/c/summary.csv", "results/c/summary.csv"],
+        [PYTHON, "-m", "perfsnake", "compare", "../results/c/summary.csv", "results/c/summary.csv"],
         cwd=wf, capture_output=True, text=True, env={**env_without_snakemake(), "PYTHONPATH": str(wf)}, timeout=60, check=True,
     )  # fmt: skip
     rows = list(csv_rows(cmp.stdout))

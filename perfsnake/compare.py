@@ -1,0 +1,182 @@
+"""`perfsnake compare`: one campaign's results from several dates or hosts, side by side.
+
+Each side is a result directory (`results/<campaign>/`) or an artifact zip
+(`perfsnake artifact`). Per record and metric: each side's n, mean and the
+interval of its mean (the campaign's statistics: subsession means, AR(1)
+correction), and against the first side the ratio of means with its
+interval (the interval of the difference, from Welch's test on subsession
+means, divided by the first side's mean), the p-value and the p-value
+adjusted over the whole table (Holm). Before the table: the metadata lines
+that differ between the sides (CPU, kernel, governor, compiler, commit, ...),
+since a difference between two machines is only as meaningful as what else
+differed.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from perfsnake.results import read_results, read_results_metadata
+from perfsnake.stats import summarise, welch_on_subsessions
+
+#: Metadata that differs between any two runs and says nothing about the machine.
+VOLATILE = frozenset({"metadata_lines", "utc_time", "total_duration_s", "total_benchmark_time_s", "runs", "runs_ok",
+                      "runs_failed", "runs_timeout", "runs_hook_failed", "campaign_file"})  # fmt: skip
+#: Columns of a campaign CSV that are neither variables nor metrics.
+BOOKKEEPING = frozenset({"campaign", "benchmark", "run", "status", "exit_code", "wall_s", "start", "end"})
+
+
+class CompareError(ValueError):
+    """A side that cannot be read or does not match the others: one line."""
+
+
+@dataclass
+class Side:
+    label: str
+    campaign: str
+    runs: pd.DataFrame
+    metadata: dict[str, str]
+
+
+def _csv_text(path: Path) -> tuple[str, str]:
+    """(campaign name, text of its CSV) from a result directory or an artifact zip."""
+    if path.is_dir():
+        csv = path / f"{path.name}.csv"
+        if not csv.exists():
+            raise CompareError(f"{path}: no {csv.name} (expected a results/<campaign>/ directory)")
+        return path.name, csv.read_text()
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as zf:
+            for name in zf.namelist():
+                parts = name.split("/")
+                if len(parts) >= 3 and parts[-3] == "results" and parts[-1] == f"{parts[-2]}.csv":
+                    return parts[-2], zf.read(name).decode()
+        raise CompareError(f"{path}: no results/<campaign>/<campaign>.csv in this zip")
+    raise CompareError(f"{path}: neither a result directory nor an artifact zip")
+
+
+def load_side(path: Path) -> Side:
+    campaign, text = _csv_text(path)
+    metadata = read_results_metadata(io.StringIO(text))
+    runs = read_results(io.StringIO(text))
+    label = f"{metadata.get('hostname', '?')} {metadata.get('utc_time', '')[:16]} ({path})".strip()
+    return Side(label, campaign, runs, metadata)
+
+
+def _variables(runs: pd.DataFrame) -> list[str]:
+    cols = list(runs.columns)
+    start = cols.index("benchmark") + 1 if "benchmark" in cols else 0
+    return cols[start : cols.index("run")] if "run" in cols else []
+
+
+def _metrics(runs: pd.DataFrame) -> list[str]:
+    cols = list(runs.columns)
+    if "run" not in cols or "status" not in cols:
+        return []
+    inside = cols[cols.index("run") + 1 : cols.index("status")]
+    return [c for c in [*inside, "wall_s"] if pd.api.types.is_numeric_dtype(runs[c])]
+
+
+def metadata_differences(sides: list[Side]) -> list[dict[str, str]]:
+    """The metadata keys whose values are not the same on every side."""
+    keys = dict.fromkeys(k for s in sides for k in s.metadata if k not in VOLATILE)
+    out = []
+    for key in keys:
+        values = [s.metadata.get(key, "") for s in sides]
+        if len(set(values)) > 1:
+            out.append({"key": key, **{f"side_{i + 1}": v for i, v in enumerate(values)}})
+    return out
+
+
+def compare(sides: list[Side], confidence: float = 0.95, alpha: float = 0.05) -> pd.DataFrame:
+    """Per record, metric and side: the side's statistic, and its ratio to the first side's."""
+    from statsmodels.stats.multitest import multipletests
+
+    names = {s.campaign for s in sides}
+    if len(names) > 1:
+        raise CompareError(f"the sides are different campaigns ({', '.join(sorted(names))}); compare one campaign")
+    variables = _variables(sides[0].runs)
+    metrics = [m for m in _metrics(sides[0].runs) if all(m in s.runs for s in sides[1:])]
+    rows = []
+    for metric in metrics:
+        groups = [
+            {k: g[metric].to_numpy(dtype=float) for k, g in s.runs[s.runs["status"] == "ok"].groupby(variables, sort=False)}
+            if variables else {(): s.runs.loc[s.runs["status"] == "ok", metric].to_numpy(dtype=float)}
+            for s in sides
+        ]  # fmt: skip
+        for key, first in groups[0].items():
+            key_t = key if isinstance(key, tuple) else (key,)
+            record = dict(zip(variables, key_t, strict=True))
+            for i, group in enumerate(groups):
+                x = group.get(key)
+                if x is None:
+                    continue
+                x = x[np.isfinite(x)]
+                s = summarise(x, confidence)
+                row = {**record, "metric": metric, "side": i + 1, "label": sides[i].label, "n": s.n, "mean": s.mean,
+                       "mean_ci_low": s.mean_ci_low, "mean_ci_high": s.mean_ci_high}  # fmt: skip
+                base = first[np.isfinite(first)]
+                if i and len(x) >= 2 and len(base) >= 2 and np.mean(base):
+                    comp, _ = welch_on_subsessions(base, x, confidence, alpha)
+                    ref = float(np.mean(base))
+                    row |= {"ratio": comp.mean_b / ref, "ratio_ci_low": 1 + comp.diff_ci_low / ref,
+                            "ratio_ci_high": 1 + comp.diff_ci_high / ref, "p_value": comp.p_value}  # fmt: skip
+                rows.append(row)
+    table = pd.DataFrame(rows)
+    if len(table) and "p_value" in table:
+        tested = table["p_value"].notna()
+        table["p_adjusted"] = np.nan
+        if tested.any():
+            table.loc[tested, "p_adjusted"] = multipletests(table.loc[tested, "p_value"], method="holm")[1]
+        table["significant"] = (table["p_adjusted"] < alpha).where(tested, None)
+    return table
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.4g}"
+    return str(value)
+
+
+def markdown(sides: list[Side], table: pd.DataFrame, differences: list[dict[str, str]]) -> str:
+    lines = [f"# {sides[0].campaign}: {len(sides)} result sets compared", ""]
+    lines += [f"- side {i + 1}: {s.label}" for i, s in enumerate(sides)]
+    lines += ["", "## What differs between the sides", ""]
+    if differences:
+        lines += ["| key | " + " | ".join(f"side {i + 1}" for i in range(len(sides))) + " |",
+                  "|---|" + "---|" * len(sides)]  # fmt: skip
+        lines += [
+            f"| {d['key']} | " + " | ".join(d[f"side_{i + 1}"] for i in range(len(sides))) + " |" for d in differences
+        ]
+    else:
+        lines.append("Nothing in the metadata (same host, kernel, CPU, compiler, commit).")
+    lines += ["", "## Per record and metric (ratio to side 1, Holm-adjusted p)", ""]
+    if len(table):
+        cols = [c for c in table.columns if c != "label"]
+        lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(_fmt(r[c]) for c in cols) + " |" for _, r in table.iterrows()]
+    return "\n".join(lines) + "\n"
+
+
+def main(paths: list[str], output: str | None) -> int:
+    if len(paths) < 2:
+        raise CompareError("give two or more result directories or artifact zips")
+    sides = [load_side(Path(p)) for p in paths]
+    table = compare(sides)
+    differences = metadata_differences(sides)
+    text = markdown(sides, table, differences)
+    if output:
+        out = Path(output)
+        out.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out / "compare.csv", index=False)
+        pd.DataFrame(differences).to_csv(out / "metadata_differences.csv", index=False)
+        (out / "compare.md").write_text(text)
+    print(text, end="")
+    return 0

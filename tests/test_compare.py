@@ -1,0 +1,72 @@
+"""perfsnake compare: one campaign's results from several runs or machines."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+
+import pandas as pd
+import pytest
+from helpers import ROOT, snakemake, write_campaign
+
+from perfsnake.compare import CompareError, load_side
+
+pytestmark = pytest.mark.e2e
+
+
+def run_side(workdir, base: int, env_path: str | None = None) -> None:
+    counter = workdir / "counter"
+    command = f"n=$(cat {counter} 2>/dev/null || echo 0); echo $((n + 1)) > {counter}; echo value=$(({base} + n % 3))"
+    camp = write_campaign(workdir, {
+        "name": "cmp",
+        "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=(\d+)"}},
+        "variables": {"x": [1]},
+        "nb_runs": 6,
+    })  # fmt: skip
+    env = None if env_path is None else {"PATH": env_path}
+    snakemake(workdir, camp, "--cores", "1", "all", env=env)
+
+
+def test_two_result_directories_with_different_machines_and_results(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    run_side(a, 10)
+    # Side b on purpose with another compiler in the metadata (a cc that says so).
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "cc").write_text(
+        '#!/bin/sh\n[ "$1" = --version ] && { echo "cc (Other) 99.1"; exit 0; }\nexec /usr/bin/cc "$@"\n'
+    )
+    (fake / "cc").chmod(0o755)
+    run_side(b, 12, f"{fake}:{os.environ['PATH']}")
+    out = tmp_path / "cmp-out"
+    proc = subprocess.run([sys.executable, "-m", "perfsnake", "compare", str(a / "results/cmp"), str(b / "results/cmp"),
+                           "--output", str(out)], cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "| compiler | cc (Debian" in proc.stdout and "| cc (Other) 99.1 |" in proc.stdout
+    table = pd.read_csv(out / "compare.csv")
+    row = table[(table["metric"] == "value") & (table["side"] == 2)].iloc[0]
+    # 10, 11, 12 against 12, 13, 14: the ratio is 13/11, its interval around it, the difference real.
+    assert row["ratio"] == pytest.approx(13 / 11) and row["ratio_ci_low"] < 13 / 11 < row["ratio_ci_high"]
+    assert bool(row["significant"])
+    assert (out / "compare.md").read_text() == proc.stdout
+
+
+def test_artifact_zips_and_bad_sides(tmp_path):
+    a = tmp_path / "a"
+    a.mkdir()
+    run_side(a, 10)
+    archive = tmp_path / "cmp-artifact.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.write(a / "results/cmp/cmp.csv", "cmp-artifact/results/cmp/cmp.csv")
+    side = load_side(archive)
+    assert side.campaign == "cmp" and len(side.runs) == 6
+    with pytest.raises(CompareError, match="neither a result directory nor an artifact zip"):
+        load_side(tmp_path / "a/results/cmp/cmp.csv")
+    other = tmp_path / "other"
+    (other / "results/zzz").mkdir(parents=True)
+    proc = subprocess.run([sys.executable, "-m", "perfsnake", "compare", str(a / "results/cmp"), str(other / "results/zzz")],
+                          cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no zzz.csv" in proc.stderr
