@@ -345,3 +345,24 @@ def test_bpftrace_maps_become_metrics():
     m = parse_output(text)
     assert m["runqlat.count"] == 10 and m["runqlat.average"] == 7 and m["runqlat_max"] == 90
     assert m["runqlat_us.p50"] == 8 and m["runqlat_us.p99"] == 2048
+
+
+def test_a_million_slices_are_drawn_as_a_few_thousand_bars():
+    import pandas as pd
+
+    from perfsnake.stages.sched import MAX_BARS, merge_slices
+
+    # Two threads preempted every 10 us for 1 s (a queue lock on more threads than CPUs).
+    n = 100_000
+    starts = [i * 0.01 for i in range(n)]
+    frame = pd.DataFrame({"tid": [1 + i % 2 for i in range(n)], "cpu": [i % 2 for i in range(n)],
+                          "start": starts, "end": [s + 0.008 for s in starts]})  # fmt: skip
+    bars, gap = merge_slices(frame)
+    assert len(bars) <= MAX_BARS and gap > 0
+    for tid in (1, 2):  # each thread's bars still cover its span, on its CPU
+        mine = bars[bars["tid"] == tid]
+        assert set(mine["cpu"]) == {tid - 1}
+        assert mine["start"].min() == frame[frame["tid"] == tid]["start"].min()
+        assert mine["end"].max() == frame[frame["tid"] == tid]["end"].max()
+    small = frame.head(10)
+    assert merge_slices(small)[0] is small and merge_slices(small)[1] == 0.0

@@ -12,6 +12,36 @@ import pandas as pd
 from perfsnake.instruments.sched import load
 
 ROW_PX = 18
+#: At most this many bars: a run with a million context switches (a queue
+#: lock on more threads than CPUs) would exhaust the renderer's memory, and a
+#: 560-pixel-wide chart cannot show more anyway.
+MAX_BARS = 5000
+MAX_POINTS = 2000
+
+
+def merge_slices(slices: pd.DataFrame, limit: int = MAX_BARS) -> tuple[pd.DataFrame, float]:
+    """Adjacent slices of a thread on one CPU, closer than a gap that grows
+    until at most `limit` bars remain, merged into one bar. Returns the bars
+    and the gap used (0: nothing merged)."""
+    if len(slices) <= limit:
+        return slices, 0.0
+    span = float(slices["end"].max() - slices["start"].min()) or 1.0
+    ordered = slices.sort_values(["tid", "start"]).reset_index(drop=True)
+    gap = span / 4000
+    while True:
+        previous_end = ordered.groupby("tid")["end"].shift()
+        previous_cpu = ordered.groupby("tid")["cpu"].shift()
+        new_bar = previous_end.isna() | (ordered["cpu"] != previous_cpu) | (ordered["start"] - previous_end > gap)
+        bars = ordered.groupby(new_bar.cumsum()).agg(tid=("tid", "first"), cpu=("cpu", "first"), start=("start", "min"),
+                                                     end=("end", "max"))  # fmt: skip
+        if len(bars) <= limit or gap >= span:
+            return bars.reset_index(drop=True), gap
+        gap *= 2
+
+
+def thin(events: pd.DataFrame, limit: int = MAX_POINTS) -> pd.DataFrame:
+    """Every k-th event when there are more than `limit` (for drawing only)."""
+    return events if len(events) <= limit else events.iloc[:: -(-len(events) // limit)]
 
 
 def draw_gantt(run_dir: Path, outputs: Sequence[Path], title: str) -> None:
@@ -25,7 +55,7 @@ def draw_gantt(run_dir: Path, outputs: Sequence[Path], title: str) -> None:
     else:
         label = {t["tid"]: f"{t['name']}[{t['tid']}]" for t in timeline["threads"]}
         order = [label[t["tid"]] for t in timeline["threads"]]
-        slices = pd.DataFrame(timeline["slices"])
+        slices, merged = merge_slices(pd.DataFrame(timeline["slices"]))
         slices["thread"] = slices["tid"].map(label)
         slices["cpu"] = slices["cpu"].map(lambda c: f"CPU {c}")
         y = alt.Y("thread:N", sort=order, title=None)
@@ -36,7 +66,7 @@ def draw_gantt(run_dir: Path, outputs: Sequence[Path], title: str) -> None:
         layers: list[alt.Chart] = [bars]
         marks = (("migrations", "#d62728", "tick"), ("wakeups", "#222222", "point"))
         for key, colour, kind in marks:
-            frame = pd.DataFrame([e for e in timeline[key] if e["tid"] in label])
+            frame = thin(pd.DataFrame([e for e in timeline[key] if e["tid"] in label]))
             if len(frame):
                 frame["thread"] = frame["tid"].map(label)
                 mark = alt.Chart(frame).mark_tick(color=colour, thickness=2, size=ROW_PX) if kind == "tick" else \
@@ -50,7 +80,8 @@ def draw_gantt(run_dir: Path, outputs: Sequence[Path], title: str) -> None:
                           .encode(x="t:Q", y=y, tooltip=["thread", "t", "cpu"]))  # fmt: skip
         totals = timeline["totals"]
         subtitle = (f"{totals['sched.threads']} threads, {totals['sched.migrations']} migrations (red), "
-                    f"{totals['sched.cpus_used']} CPUs; dots: wake-ups" + ("; triangles: pinned by the placement daemon" if len(pins) else ""))  # fmt: skip
+                    f"{totals['sched.cpus_used']} CPUs; dots: wake-ups" + ("; triangles: pinned by the placement daemon" if len(pins) else "")
+                    + (f"; {len(timeline['slices']):,} slices drawn as {len(slices):,} bars (gaps under {merged:.3g} ms merged)" if merged else ""))  # fmt: skip
         figure = alt.layer(*layers).properties(
             width=560, height=max(60, ROW_PX * len(order)), title=alt.TitleParams(title, subtitle=subtitle)
         )
