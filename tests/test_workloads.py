@@ -481,3 +481,82 @@ def test_kyotocabinet_ready_campaign(tmp_path):
     assert unparsed(tmp_path) == []
     assert (frame[frame["mode"] == "order"]["get_ops_per_s"] > 0).all()
     assert not list((tmp_path / "results").rglob("kc.kc[ht]"))  # the database files are removed after each run
+
+
+# ---- redis ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"tests": ["set,gett"]}, "variables.tests", "'gett' is not a redis-benchmark test"),
+    ({"clients": [0]}, "variables.clients", "not a positive integer"),
+    ({"maxmemory": ["lots"]}, "variables.maxmemory", "not a size"),
+])  # fmt: skip
+def test_redis_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "redis", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_redis_command_and_real_output(tmp_path):
+    cmd = argv(tmp_path, "redis", tests="set,get", clients=10, requests=2000, pipeline=4, data_size=32,
+               io_threads=1, maxmemory="64mb")  # fmt: skip
+    assert cmd[:2] == ["/bin/sh", "-c"] and cmd[3:] == ["redis", "set,get", "10", "2000", "4", "32", "1", "64mb"]
+    bench = BUILTINS["redis"]({}, "test")
+    got = bench.parse(data("redis", "set_get_incr.csv"), "", {})
+    assert got["set_rps"] == 65789.48 and got["get_p99_ms"] == 0.151 and got["incr_max_ms"] == 4.095
+    assert len(got) == 3 * 6
+    with pytest.raises(ValueError, match="no CSV table"):
+        bench.parse("Could not connect to Redis at /tmp/x/redis.sock: No such file or directory\n", "", {})
+    with pytest.raises(ValueError, match="has no number in 'rps'"):
+        bench.parse(
+            '"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"\n"SET","n/a","1","1","1","1","1","1"\n',
+            "",
+            {},
+        )
+
+
+@pytest.mark.e2e
+def test_redis_ready_campaign_leaves_no_server(tmp_path):
+    from helpers import processes_under
+
+    frame = run_ready_campaign(tmp_path, "redis", variables={"clients": [1, 10], "pipeline": [1], "requests": [2000]},
+                               nb_runs=1, plots=[])  # fmt: skip
+    assert len(frame) == 2 and (frame["status"] == "ok").all()
+    assert (frame["set_rps"] > 0).all() and (frame["get_p99_ms"] > 0).all() and unparsed(tmp_path) == []
+    assert not processes_under(tmp_path, "redis-server")
+    # A run that times out mid-benchmark: its server goes with it.
+    other = tmp_path / "timeout"
+    other.mkdir()
+    frame = run_ready_campaign(other, "redis", variables={"clients": [1], "requests": [100_000_000]}, nb_runs=1,
+                               timeout_s=2, plots=[])  # fmt: skip
+    assert list(frame["status"]) == ["timeout"]
+    assert not processes_under(other, "redis-server")
+
+
+@pytest.mark.e2e
+def test_a_killed_workflow_takes_its_redis_server(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from helpers import SNAKEMAKE, processes_under
+
+    spec = yaml.safe_load((ROOT / "config/campaigns/redis.yaml").read_text())
+    spec.update(variables={"clients": [1], "requests": [100_000_000]}, nb_runs=1, plots=[])
+    camp = write_campaign(tmp_path, spec)
+    cmd = [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
+           "--configfile", str(ROOT / "config/config.yaml"), "--cores", "1", "all", "--config", f"campaign={camp}"]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    deadline = time.monotonic() + 300
+    while not processes_under(tmp_path, "redis-benchmark"):
+        assert time.monotonic() < deadline and proc.poll() is None, "the benchmark never started"
+        time.sleep(0.05)
+    servers = processes_under(tmp_path, "redis-server")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while processes_under(tmp_path, "redis-server") or any(Path(f"/proc/{p}").exists() for p in servers):
+        assert time.monotonic() < deadline, "redis-server outlived the killed workflow"
+        time.sleep(0.05)

@@ -43,11 +43,14 @@ class PackagedTool(Benchmark):
 
     def binary(self) -> str:
         """The tool's path; a one-line error when the package is missing."""
-        found = shutil.which(self.executable)
+        return self.require(self.executable, self.package)
+
+    def require(self, executable: str, package: str) -> str:
+        """Another program the benchmark runs (a server beside its client)."""
+        found = shutil.which(executable)
         if found is None:
             raise self.fail(
-                "benchmark",
-                f"{self.executable} is not installed (Debian package {self.package}; run: bash scripts/setup/apt.sh)",
+                "benchmark", f"{executable} is not installed (Debian package {package}; run: bash scripts/setup/apt.sh)"
             )
         return found
 

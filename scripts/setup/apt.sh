@@ -12,6 +12,8 @@ PACKAGES=(
   # Workload catalog (issue 24): the system tools and stores benchmarked
   # through their packaged binaries.
   stress-ng sysbench fio rt-tests rocksdb-tools kyotocabinet-utils
+  # Servers with their clients, each run starting its own (issue 24).
+  redis-server redis-tools
   # Tracing (issue 16): bpftrace programs attached to runs.
   bpftrace
 )
