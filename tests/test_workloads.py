@@ -57,7 +57,8 @@ def run_ready_campaign(tmp_path: Path, name: str, **overrides) -> object:
 
 @pytest.mark.parametrize("benchmark,package", [("stress_ng", "stress-ng"), ("sysbench", "sysbench"), ("fio", "fio"),
                                                ("cyclictest", "rt-tests"), ("rocksdb", "rocksdb-tools"),
-                                               ("kyotocabinet", "kyotocabinet-utils")])  # fmt: skip
+                                               ("kyotocabinet", "kyotocabinet-utils"), ("redis", "redis-tools"),
+                                               ("memcached", "libmemcached-tools")])  # fmt: skip
 def test_a_missing_tool_names_its_package(tmp_path, monkeypatch, benchmark, package):
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing installed
     error = refused(tmp_path, benchmark, {})
@@ -499,7 +500,12 @@ def test_redis_refuses_bad_variables(tmp_path, variables, key, problem):
 def test_redis_command_and_real_output(tmp_path):
     cmd = argv(tmp_path, "redis", tests="set,get", clients=10, requests=2000, pipeline=4, data_size=32,
                io_threads=1, maxmemory="64mb")  # fmt: skip
-    assert cmd[:2] == ["/bin/sh", "-c"] and cmd[3:] == ["redis", "set,get", "10", "2000", "4", "32", "1", "64mb"]
+    assert cmd[:2] == ["/bin/sh", "-c"] and cmd[3] == "redis"
+    start, ready, client, stop = cmd[4:]
+    assert start.startswith('redis-server --port 0 --unixsocket "$dir"/redis.sock') and "--maxmemory 64mb" in start
+    assert "--save '' " in start and ready.endswith("| grep -q PONG")
+    assert client == 'redis-benchmark -s "$dir"/redis.sock -t set,get -c 10 -n 2000 -P 4 -d 32 --csv'
+    assert stop == 'redis-cli -s "$dir"/redis.sock shutdown nosave'
     bench = BUILTINS["redis"]({}, "test")
     got = bench.parse(data("redis", "set_get_incr.csv"), "", {})
     assert got["set_rps"] == 65789.48 and got["get_p99_ms"] == 0.151 and got["incr_max_ms"] == 4.095
@@ -560,3 +566,43 @@ def test_a_killed_workflow_takes_its_redis_server(tmp_path):
     while processes_under(tmp_path, "redis-server") or any(Path(f"/proc/{p}").exists() for p in servers):
         assert time.monotonic() < deadline, "redis-server outlived the killed workflow"
         time.sleep(0.05)
+
+
+# ---- memcached ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"test": ["gett"]}, "variables.test", "did you mean 'get'"),
+    ({"concurrency": [0]}, "variables.concurrency", "not a positive integer"),
+    ({"binary": ["yes"]}, "variables.binary", "not one of True, False"),
+])  # fmt: skip
+def test_memcached_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "memcached", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_memcached_command_and_real_output(tmp_path):
+    cmd = argv(tmp_path, "memcached", test="set", concurrency=2, keys=1000, binary=True, threads=2, memory_mb=64)
+    start, ready, client, stop = cmd[4:]
+    assert start == 'memcached -s "$dir"/memcached.sock -a 0700 -m 64 -t 2 -u "$(id -un)"'
+    assert ready == 'test -S "$dir"/memcached.sock' and stop == 'kill "$server"'
+    assert (
+        client == 'memcslap --servers="$dir"/memcached.sock --test=set --concurrency=2 --execute-number=1000 --binary'
+    )
+    bench = BUILTINS["memcached"]({}, "test")
+    assert bench.parse(data("memcached", "get.txt"), "", {"test": "get"}) == {"ops": 10000, "time_s": 0.119,
+                                                                              "ops_per_s": 10000 / 0.119}  # fmt: skip
+    # The get run also prints its loading "Time to set 5000 keys:" line, which is not the set test's.
+    assert bench.parse(data("memcached", "set.txt"), "", {"test": "set"})["ops"] == 10000
+    with pytest.raises(ValueError, match="no 'Time to mget"):
+        bench.parse(data("memcached", "get.txt"), "", {"test": "mget"})
+
+
+@pytest.mark.e2e
+def test_memcached_ready_campaign_leaves_no_server(tmp_path):
+    from helpers import processes_under
+
+    frame = run_ready_campaign(tmp_path, "memcached", variables={"test": ["get", "set"], "concurrency": [2], "keys": [2000]},
+                               nb_runs=1, plots=[])  # fmt: skip
+    assert len(frame) == 2 and (frame["status"] == "ok").all() and (frame["ops_per_s"] > 0).all()
+    assert unparsed(tmp_path) == [] and not processes_under(tmp_path, "memcached")

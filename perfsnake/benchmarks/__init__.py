@@ -10,6 +10,7 @@ from perfsnake.benchmarks.heater import HeaterBenchmark
 from perfsnake.benchmarks.kyotocabinet import KyotoCabinetBenchmark
 from perfsnake.benchmarks.leveldb import LevelDBBenchmark
 from perfsnake.benchmarks.lmbench import LmbenchBenchmark
+from perfsnake.benchmarks.memcached import MemcachedBenchmark
 from perfsnake.benchmarks.redis import RedisBenchmark
 from perfsnake.benchmarks.rocksdb import RocksDBBenchmark
 from perfsnake.benchmarks.stress_ng import StressNgBenchmark
@@ -22,6 +23,7 @@ BUILTINS: dict[str, type[Benchmark]] = {
     "kyotocabinet": KyotoCabinetBenchmark,
     "leveldb": LevelDBBenchmark,
     "lmbench": LmbenchBenchmark,
+    "memcached": MemcachedBenchmark,
     "redis": RedisBenchmark,
     "rocksdb": RocksDBBenchmark,
     "stress_ng": StressNgBenchmark,

@@ -1,12 +1,8 @@
 """Redis (Debian 7.0): `redis-server` loaded by `redis-benchmark`.
 
-Each run starts its own server: a private data directory, no persistence,
-listening only on a Unix socket in a private temporary directory (no port,
-nothing another user reaches), waits until it answers PING (polled with a
-deadline), runs the client, and shuts the server down. The server is part of
-the run, so the launcher's containment covers it: a failed, timed-out or
-killed run leaves no server behind. The client's own figures are the
-metrics, so the server's start-up is outside them.
+Each run starts its own server (perfsnake.benchmarks.server): no
+persistence, listening only on a Unix socket in a private directory; ready
+when it answers PING; shut down after the client.
 
 Variables: `tests` (redis-benchmark `-t`, e.g. `set,get`), `clients` (`-c`),
 `requests` (`-n`), `pipeline` (`-P`), `data_size` (`-d`, bytes), and the
@@ -23,7 +19,7 @@ import re
 from collections.abc import Mapping
 
 from perfsnake.benchmarks.base import RunContext
-from perfsnake.benchmarks.packaged import PackagedTool
+from perfsnake.benchmarks.server import ServerTool, words
 from perfsnake.escape import value_text
 
 #: The tests redis-benchmark knows (`-t`).
@@ -33,30 +29,8 @@ _COLUMNS = {"rps": "rps", "avg_latency_ms": "avg_ms", "p50_latency_ms": "p50_ms"
             "p99_latency_ms": "p99_ms", "max_latency_ms": "max_ms"}  # fmt: skip
 _MAXMEMORY = re.compile(r"^([0-9]+(?:[kmg]b?)?)?$", re.I)
 
-# $1 tests, $2 clients, $3 requests, $4 pipeline, $5 data size, $6 io threads, $7 maxmemory
-SCRIPT = r"""
-dir=$(mktemp -d /tmp/perfsnake-redis.XXXXXX) || exit 1
-sock="$dir/redis.sock"
-stop() { redis-cli -s "$sock" shutdown nosave >/dev/null 2>&1 || kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$dir"; }
-limit=""; [ -n "$7" ] && limit="--maxmemory $7"
-redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --dir "$dir" --save '' --appendonly no \
-  --io-threads "$6" $limit > redis-server.log 2>&1 &
-server=$!
-tries=0
-until redis-cli -s "$sock" ping 2>/dev/null | grep -q PONG; do
-  if ! kill -0 "$server" 2>/dev/null; then echo "redis-server exited at start:" >&2; cat redis-server.log >&2; rm -rf "$dir"; exit 1; fi
-  tries=$((tries + 1))
-  if [ "$tries" -gt 1000 ]; then echo "redis-server did not answer PING within 10 s" >&2; stop; exit 1; fi
-  sleep 0.01
-done
-redis-benchmark -s "$sock" -t "$1" -c "$2" -n "$3" -P "$4" -d "$5" --csv
-status=$?
-stop
-exit $status
-"""
 
-
-class RedisBenchmark(PackagedTool):
+class RedisBenchmark(ServerTool):
     name = "redis"
     executable = "redis-benchmark"
     package = "redis-tools"
@@ -78,14 +52,23 @@ class RedisBenchmark(PackagedTool):
             raise self.fail("variables.maxmemory", f"{value_text(p['maxmemory'])!r} is not a size such as 256mb")
 
     def run_command(self, ctx: RunContext) -> list[str]:
-        p = self.params(ctx.params)
-        keys = ("tests", "clients", "requests", "pipeline", "data_size", "io_threads", "maxmemory")
-        return ["/bin/sh", "-c", SCRIPT, "redis", *(value_text(p[k]) for k in keys)]
+        return self.server_argv(self.params(ctx.params))
+
+    def server_commands(self, p: dict[str, object]) -> tuple[str, str, str, str]:
+        sock = "$dir/redis.sock"
+        limit = ["--maxmemory", value_text(p["maxmemory"])] if value_text(p["maxmemory"]) else []
+        start = words("redis-server", "--port", 0, "--unixsocket", sock, "--unixsocketperm", 700, "--dir", "$dir",
+                      "--save", "", "--appendonly", "no", "--io-threads", value_text(p["io_threads"]), *limit)  # fmt: skip
+        ready = words("redis-cli", "-s", sock, "ping") + " | grep -q PONG"
+        client = words("redis-benchmark", "-s", sock, "-t", value_text(p["tests"]), "-c", value_text(p["clients"]),
+                       "-n", value_text(p["requests"]), "-P", value_text(p["pipeline"]), "-d", value_text(p["data_size"]),
+                       "--csv")  # fmt: skip
+        return start, ready, client, words("redis-cli", "-s", sock, "shutdown", "nosave")
 
     def parse(self, stdout: str, stderr: str, params: Mapping[str, object]) -> dict[str, object]:
         rows = list(csv.DictReader(io.StringIO(stdout[stdout.find('"test"') :]))) if '"test"' in stdout else []
         if not rows:
-            raise ValueError("no CSV table from redis-benchmark (its header line \"test\",\"rps\",... is missing)")
+            raise ValueError('no CSV table from redis-benchmark (its header line "test","rps",... is missing)')
         out: dict[str, object] = {}
         for row in rows:
             test = re.sub(r"\W+", "_", row["test"].split()[0]).lower()
