@@ -86,18 +86,26 @@ def env_without_snakemake() -> dict[str, str]:
 
 
 def processes_under(directory: Path, needle: str) -> list[int]:
-    """PIDs whose command line contains `needle` and whose working directory is
-    under `directory`: only a test's own processes, since other test runs may
-    share the machine."""
+    """PIDs whose command line contains `needle` and that work under
+    `directory` (their working directory) or hold a file open there (a server
+    that moved to its own data directory still writes its log to the run's):
+    only a test's own processes, since other test runs may share the machine."""
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            cwd = os.readlink(proc / "cwd")
+            if needle not in cmdline:
+                continue
+            places = [os.readlink(proc / "cwd")]
+            for fd in (proc / "fd").iterdir():
+                try:
+                    places.append(os.readlink(fd))
+                except OSError:
+                    continue
         except OSError:
             continue
-        if needle in cmdline and cwd.startswith(str(directory)):
+        if any(place.startswith(str(directory)) for place in places):
             found.append(int(proc.name))
     return found

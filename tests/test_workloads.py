@@ -606,3 +606,42 @@ def test_memcached_ready_campaign_leaves_no_server(tmp_path):
                                nb_runs=1, plots=[])  # fmt: skip
     assert len(frame) == 2 and (frame["status"] == "ok").all() and (frame["ops_per_s"] > 0).all()
     assert unparsed(tmp_path) == [] and not processes_under(tmp_path, "memcached")
+
+
+# ---- postgresql -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"mode": ["select"]}, "variables.mode", "did you mean 'select-only'"),
+    ({"shared_buffers": ["lots"]}, "variables.shared_buffers", "not a size"),
+    ({"clients": [1], "threads": [2]}, "variables.threads", "at least as many clients as threads"),
+])  # fmt: skip
+def test_postgresql_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "postgresql", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_postgresql_command_and_real_output(tmp_path):
+    cmd = argv(tmp_path, "postgresql", mode="select-only", scale=2, clients=4, threads=2, shared_buffers="64MB",
+               fsync="off", synchronous_commit="on")  # fmt: skip
+    start, ready, client, stop = cmd[4:]
+    assert 'initdb -D "$dir"/data -A trust -U bench --no-sync' in start and "-c fsync=off" in start
+    assert "-c shared_buffers=64MB" in start and "-c listen_addresses=" in start and "pg_isready" in ready
+    assert 'pgbench -h "$dir" -U bench -i -q -s 2 postgres' in client
+    assert client.endswith("-b select-only -c 4 -j 2 -T 2 postgres") and stop == 'kill -INT "$server"'
+    bench = BUILTINS["postgresql"]({}, "test")
+    got = bench.parse(data("postgresql", "pgbench_select_only.txt"), "", {})
+    assert got == {"tps": 10670.049694, "latency_avg_ms": 0.094, "transactions": 21321, "connection_ms": 1.923,
+                   "failed_transactions": 0}  # fmt: skip
+    with pytest.raises(ValueError, match="no tps line"):
+        bench.parse("pgbench: error: connection to server failed\n", "", {})
+
+
+@pytest.mark.e2e
+def test_postgresql_ready_campaign_leaves_no_server(tmp_path):
+    from helpers import processes_under
+
+    frame = run_ready_campaign(tmp_path, "postgresql", variables={"mode": ["select-only"], "clients": [2]},
+                               nb_runs=1, duration_s=1, plots=[])  # fmt: skip
+    assert len(frame) == 1 and (frame["status"] == "ok").all() and (frame["tps"] > 0).all()
+    assert unparsed(tmp_path) == [] and not processes_under(tmp_path, "postgres -D")

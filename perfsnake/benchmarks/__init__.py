@@ -11,6 +11,7 @@ from perfsnake.benchmarks.kyotocabinet import KyotoCabinetBenchmark
 from perfsnake.benchmarks.leveldb import LevelDBBenchmark
 from perfsnake.benchmarks.lmbench import LmbenchBenchmark
 from perfsnake.benchmarks.memcached import MemcachedBenchmark
+from perfsnake.benchmarks.postgresql import PostgresqlBenchmark
 from perfsnake.benchmarks.redis import RedisBenchmark
 from perfsnake.benchmarks.rocksdb import RocksDBBenchmark
 from perfsnake.benchmarks.stress_ng import StressNgBenchmark
@@ -24,6 +25,7 @@ BUILTINS: dict[str, type[Benchmark]] = {
     "leveldb": LevelDBBenchmark,
     "lmbench": LmbenchBenchmark,
     "memcached": MemcachedBenchmark,
+    "postgresql": PostgresqlBenchmark,
     "redis": RedisBenchmark,
     "rocksdb": RocksDBBenchmark,
     "stress_ng": StressNgBenchmark,
