@@ -58,7 +58,8 @@ def run_ready_campaign(tmp_path: Path, name: str, **overrides) -> object:
 @pytest.mark.parametrize("benchmark,package", [("stress_ng", "stress-ng"), ("sysbench", "sysbench"), ("fio", "fio"),
                                                ("cyclictest", "rt-tests"), ("rocksdb", "rocksdb-tools"),
                                                ("kyotocabinet", "kyotocabinet-utils"), ("redis", "redis-tools"),
-                                               ("memcached", "libmemcached-tools")])  # fmt: skip
+                                               ("memcached", "libmemcached-tools"), ("postgresql", "postgresql-15"),
+                                               ("mariadb", "mariadb-server")])  # fmt: skip
 def test_a_missing_tool_names_its_package(tmp_path, monkeypatch, benchmark, package):
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing installed
     error = refused(tmp_path, benchmark, {})
@@ -645,3 +646,40 @@ def test_postgresql_ready_campaign_leaves_no_server(tmp_path):
                                nb_runs=1, duration_s=1, plots=[])  # fmt: skip
     assert len(frame) == 1 and (frame["status"] == "ok").all() and (frame["tps"] > 0).all()
     assert unparsed(tmp_path) == [] and not processes_under(tmp_path, "postgres -D")
+
+
+# ---- mariadb --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"script": ["oltp_read_writ"]}, "variables.script", "did you mean 'oltp_read_write'"),
+    ({"buffer_pool": ["lots"]}, "variables.buffer_pool", "not a size"),
+    ({"table_size": [0]}, "variables.table_size", "not a positive integer"),
+])  # fmt: skip
+def test_mariadb_refuses_bad_variables(tmp_path, variables, key, problem):
+    error = refused(tmp_path, "mariadb", variables)
+    assert error.key == key and problem in error.problem
+
+
+def test_mariadb_command_and_real_output(tmp_path):
+    start, ready, client, stop = argv(tmp_path, "mariadb", script="oltp_point_select", threads=4, tables=1,
+                                      table_size=500, buffer_pool="64M")[4:]  # fmt: skip
+    assert start.startswith('mariadb-install-db --no-defaults --datadir="$dir"/data') and "--skip-networking" in start
+    assert "--innodb-buffer-pool-size=64M" in start and ready.endswith("ping") and stop.endswith("shutdown")
+    assert "CREATE DATABASE sbtest" in client and " prepare >sysbench-prepare.log 2>&1 && " in client
+    assert client.endswith("--tables=1 --table-size=500 --threads=4 --time=2 --percentile=95 run")
+    bench = BUILTINS["mariadb"]({}, "test")
+    got = bench.parse(data("mariadb", "oltp_read_write.txt"), "", {})
+    assert set(got) == set(bench.metrics) and got["tps"] > 0 and got["qps"] > got["tps"]
+    with pytest.raises(ValueError, match="no 'General statistics:'"):
+        bench.parse("FATAL: unable to connect to MySQL server on socket\n", "", {})
+
+
+@pytest.mark.e2e
+def test_mariadb_ready_campaign_leaves_no_server(tmp_path):
+    from helpers import processes_under
+
+    frame = run_ready_campaign(tmp_path, "mariadb", variables={"script": ["oltp_point_select"], "threads": [2]},
+                               nb_runs=1, duration_s=1, plots=[])  # fmt: skip
+    assert len(frame) == 1 and (frame["status"] == "ok").all() and (frame["tps"] > 0).all()
+    assert unparsed(tmp_path) == [] and not processes_under(tmp_path, "mariadbd")

@@ -10,6 +10,7 @@ from perfsnake.benchmarks.heater import HeaterBenchmark
 from perfsnake.benchmarks.kyotocabinet import KyotoCabinetBenchmark
 from perfsnake.benchmarks.leveldb import LevelDBBenchmark
 from perfsnake.benchmarks.lmbench import LmbenchBenchmark
+from perfsnake.benchmarks.mariadb import MariadbBenchmark
 from perfsnake.benchmarks.memcached import MemcachedBenchmark
 from perfsnake.benchmarks.postgresql import PostgresqlBenchmark
 from perfsnake.benchmarks.redis import RedisBenchmark
@@ -24,6 +25,7 @@ BUILTINS: dict[str, type[Benchmark]] = {
     "kyotocabinet": KyotoCabinetBenchmark,
     "leveldb": LevelDBBenchmark,
     "lmbench": LmbenchBenchmark,
+    "mariadb": MariadbBenchmark,
     "memcached": MemcachedBenchmark,
     "postgresql": PostgresqlBenchmark,
     "redis": RedisBenchmark,

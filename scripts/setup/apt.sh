@@ -13,7 +13,7 @@ PACKAGES=(
   # through their packaged binaries.
   stress-ng sysbench fio rt-tests rocksdb-tools kyotocabinet-utils
   # Servers with their clients, each run starting its own (issue 24).
-  redis-server redis-tools memcached libmemcached-tools postgresql-15
+  redis-server redis-tools memcached libmemcached-tools postgresql-15 mariadb-server
   # Tracing (issue 16): bpftrace programs attached to runs.
   bpftrace
 )
