@@ -22,6 +22,14 @@ pytestmark = pytest.mark.skipif(
     reason="needs perf and sched tracepoints",
 )
 
+
+def build(tmp_path: Path, name: str, source: str, *flags: str) -> Path:
+    """A test program compiled from `source` into tmp_path/name."""
+    (tmp_path / f"{name}.c").write_text(source)
+    subprocess.run(["cc", "-O2", *flags, "-o", str(tmp_path / name), str(tmp_path / f"{name}.c")], check=True)
+    return tmp_path / name
+
+
 TWO_THREADS = r"""
 #include <pthread.h>
 #include <stdio.h>
@@ -38,9 +46,7 @@ int main(void) {
 
 @pytest.mark.e2e
 def test_timeline_shows_where_threads_ran(tmp_path):
-    prog = tmp_path / "two"
-    (tmp_path / "two.c").write_text(TWO_THREADS)
-    subprocess.run(["cc", "-O2", "-pthread", "-o", str(prog), str(tmp_path / "two.c")], check=True)
+    prog = build(tmp_path, "two", TWO_THREADS, "-pthread")
     camp = write_campaign(tmp_path, {
         "name": "st",
         "benchmark": {"type": "command", "command": str(prog), "metrics": {"done": r"done=(\d)"}},
@@ -99,9 +105,7 @@ def test_analysis_of_a_recorded_event_stream():
 
 @pytest.mark.e2e
 def test_timeline_tells_the_placement_daemons_pins_from_the_schedulers_moves(tmp_path):
-    prog = tmp_path / "two"
-    (tmp_path / "two.c").write_text(TWO_THREADS)
-    subprocess.run(["cc", "-O2", "-pthread", "-o", str(prog), str(tmp_path / "two.c")], check=True)
+    prog = build(tmp_path, "two", TWO_THREADS, "-pthread")
     camp = write_campaign(tmp_path, {
         "name": "pl",
         "benchmark": {"type": "command", "command": str(prog), "metrics": {"done": r"done=(\d)"}},
@@ -142,9 +146,7 @@ int main(int argc, char **argv) { sleepy_unique_function(atoi(argv[1])); puts("s
 
 @pytest.mark.e2e
 def test_off_cpu_flame_graphs_name_where_threads_block(tmp_path):
-    prog = tmp_path / "sleepy"
-    (tmp_path / "sleepy.c").write_text(SLEEPY)
-    subprocess.run(["cc", "-O2", "-fno-omit-frame-pointer", "-o", str(prog), str(tmp_path / "sleepy.c")], check=True)
+    prog = build(tmp_path, "sleepy", SLEEPY, "-fno-omit-frame-pointer")
     camp = write_campaign(tmp_path, {
         "name": "oc",
         # On the last CPU: on some VMs the only one whose idle-context events perf records is the first.
@@ -232,9 +234,7 @@ int main(void) { pthread_t t[4]; for (int i = 0; i < 4; i++) pthread_create(&t[i
 @pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("bpftrace") is None, reason="needs bpftrace")
 def test_contention_attachment_sees_a_contended_mutex(tmp_path):
-    prog = tmp_path / "contended"
-    (tmp_path / "contended.c").write_text(CONTENDED)
-    subprocess.run(["cc", "-O2", "-pthread", "-o", str(prog), str(tmp_path / "contended.c")], check=True)
+    prog = build(tmp_path, "contended", CONTENDED, "-pthread")
     camp = write_campaign(tmp_path, {
         "name": "ct",
         "benchmark": {"type": "command", "command": str(prog), "metrics": {"c": r"c=(\d+)"}},
