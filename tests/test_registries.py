@@ -74,7 +74,18 @@ def test_every_catalog_metric_has_a_unit_or_is_a_count():
     from perfsnake.benchmarks import BUILTINS
 
     # counts and plain numbers: no unit to show
-    counts = {"operations", "bogo_ops", "total_events", "mhz", "samples", "overflows", "rt_priority"}
+    counts = {
+        "operations",
+        "bogo_ops",
+        "total_events",
+        "mhz",
+        "samples",
+        "overflows",
+        "rt_priority",
+        "ops",
+        "transactions",
+        "failed_transactions",
+    }
     for name, cls in BUILTINS.items():
         if name == "command":
             continue
