@@ -238,6 +238,8 @@ class Campaign:
     instruments: Instruments
     compare: list[tuple[str, str]] = field(default_factory=list)
     precision: dict | None = None
+    #: bisection over a commit range (perfsnake.bisect): metric, threshold, variable
+    bisect: dict | None = None
     #: for a derived control campaign: (the campaign it controls, which variant it is)
     control_of: tuple[str, str] | None = None
     by_path: dict[str, Record] = field(default_factory=dict)
@@ -276,6 +278,10 @@ class Campaign:
     @property
     def max_runs(self) -> int:
         """The most repetitions a record can get (nb_runs, or precision's max_runs)."""
+        if self.bisect:  # the ends are measured at every step
+            from perfsnake.bisect import max_steps
+
+            return self.nb_runs * max_steps(len(self.records))
         return int(self.precision["max_runs"]) if self.precision else self.nb_runs
 
     def fingerprint(self) -> str:
@@ -648,6 +654,9 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
             raise CampaignError(origin, "precision.min_runs", "is larger than max_runs")
         if "nb_runs" in raw:
             raise CampaignError(origin, "nb_runs", "conflicts with precision (which sets min_runs and max_runs)")
+    bisect = _bisect(data, order, recs, [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin)
+    if bisect and precision:
+        raise CampaignError(origin, "bisect", "conflicts with precision (bisection decides which runs to add)")
     references = gates.parse_references(
         _with_commits(data["references"], data["variables"]), order, recs,
         [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin,
@@ -678,12 +687,42 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         instruments=instruments,
         compare=compare,
         precision=precision,
+        bisect=bisect,
         platform=platform,
         derived=derived,
         references=references,
     )
     campaign.by_path = {r.path: r for r in records}
     return campaign
+
+
+def _bisect(data: dict, order: list[str], recs: list[dict], metrics: list[str], origin: str) -> dict | None:
+    """The bisect section, checked: a metric, a relative threshold, the commit-range variable."""
+    if "bisect" not in data:
+        return None
+    spec = dict(data["bisect"])
+    ranges = [v for v, values in data["variables"].items() if isinstance(values, dict)]
+    var = spec.get("variable") or (ranges[0] if len(ranges) == 1 else None)
+    if var not in ranges:
+        raise CampaignError(origin, "bisect.variable", "bisection needs a variable whose values are a commit range "
+                            f"(variables with a range: {', '.join(ranges) or 'none'})")  # fmt: skip
+    varying = [v for v in order if len({value_text(r[v]) for r in recs}) > 1 and v != var]
+    if varying:
+        raise CampaignError(
+            origin, "bisect", f"{varying[0]!r} varies too: bisection needs {var!r} to be the only variable that varies"
+        )
+    if spec["metric"] not in [*metrics, "wall_s"]:
+        raise CampaignError(
+            origin, "bisect.metric", f"{spec['metric']!r} is not a metric (metrics: {', '.join([*metrics, 'wall_s'])})"
+        )
+    threshold = spec["threshold"]
+    if isinstance(threshold, str):
+        threshold = float(threshold.rstrip("%")) / 100
+    if not 0 < float(threshold) < 1:
+        raise CampaignError(
+            origin, "bisect.threshold", f"{spec['threshold']!r} is not a relative change between 0 and 100 %"
+        )
+    return {"metric": spec["metric"], "threshold": float(threshold), "variable": var}
 
 
 def control_campaigns(c: Campaign) -> list[Campaign]:

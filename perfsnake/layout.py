@@ -129,6 +129,15 @@ def regression_figure(campaign: str, metric: str, ext: str) -> str:
     return f"{RESULTS}/{campaign}/regression/{metric}.{ext}"
 
 
+def bisect_step(campaign: str, step: int | str) -> str:
+    """One step's decision of a bisection (rules/bisect.smk's checkpoint)."""
+    return f"{RESULTS}/{campaign}/bisect/step-{step}.json"
+
+
+def bisect_report(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}/bisect.md"
+
+
 def gates(campaign: str) -> str:
     return f"{RESULTS}/{campaign}/gates.csv"
 

@@ -109,6 +109,8 @@ class CampaignIndex:
             targets.append(layout.overhead(name))
         for plot in c.plots:
             targets += [layout.plot(name, plot["name"], ext) for ext in ("svg", "png", "pdf")]
+        if c.bisect:
+            targets.append(layout.bisect_report(name))
         if c.version_variables:
             targets.append(layout.regression_steps(name))
             targets += [
@@ -138,6 +140,8 @@ class CampaignIndex:
     # ---- runs -----------------------------------------------------------------
     def first_plan(self, name: str) -> dict[str, list[int]]:
         c = self.campaigns[name]
+        if c.bisect:  # the range's two ends first (perfsnake.bisect)
+            return {r.path: list(range(1, c.nb_runs + 1)) for r in (c.records[0], c.records[-1])}
         return {r.path: list(range(1, c.nb_runs + 1)) for r in c.records}
 
     @staticmethod

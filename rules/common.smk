@@ -101,7 +101,15 @@ def decision_file(campaign, round_number):
     ).output[0]
 
 
+def step_file(campaign, step):
+    return checkpoints.bisect_step.get(campaign=campaign, step=step).output[0]
+
+
 def collect_input(wildcards):
+    if INDEX.campaigns[wildcards.campaign].bisect:
+        from perfsnake.stages import bisect as bisect_stage
+
+        return bisect_stage.collect_inputs(INDEX, step_file, wildcards.campaign)
     if INDEX.campaigns[wildcards.campaign].precision is None:
         return INDEX.run_targets(wildcards.campaign)
     from perfsnake.stages import precision as precision_stage
@@ -115,6 +123,35 @@ def precision_final(wildcards):
     from perfsnake.stages import precision as precision_stage
 
     return precision_stage.final_decision(INDEX, decision_file, wildcards.campaign)
+
+
+def bisect_step_input(wildcards):
+    from perfsnake.stages import bisect as bisect_stage
+
+    return bisect_stage.step_inputs(
+        INDEX, step_file, wildcards.campaign, int(wildcards.step)
+    )
+
+
+def bisect_final(wildcards):
+    from perfsnake.stages import bisect as bisect_stage
+
+    return bisect_stage.final_step(INDEX, step_file, wildcards.campaign)
+
+
+def do_bisect_step(wildcards, input, output, log):
+    from perfsnake.stages import bisect as bisect_stage
+
+    bisect_stage.decide_step(
+        INDEX, wildcards.campaign, int(wildcards.step), list(input), output[0], log[0]
+    )
+
+
+def do_bisect_report(wildcards, input, output, log):
+    from perfsnake.stages import bisect as bisect_stage
+
+    bisect_stage.write_report(INDEX, wildcards.campaign, input.final[0], output[0])
+    Path(log[0]).write_text("bisect.md written\n")
 
 
 def precision_round_input(wildcards):

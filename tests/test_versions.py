@@ -190,3 +190,71 @@ def test_the_ready_regression_campaign_runs(tmp_path):
     first = subprocess.run(["git", "-C", str(ROOT / "resources/demo/heater-history"), "rev-parse", "v1"],
                            capture_output=True, text=True, check=True).stdout[:12]  # fmt: skip
     assert {g["baseline"] for g in gates} == {f"version={first}"}
+
+
+# ---- bisection ------------------------------------------------------------------------------
+
+
+def test_bisection_decisions_on_seeded_series():
+    from perfsnake import bisect
+
+    rng = np.random.default_rng(11)
+    versions = [f"c{i}" for i in range(1, 9)]
+    means = {v: 100.0 if i < 4 else 120.0 for i, v in enumerate(versions)}  # c5 plants +20 %
+    values: dict[str, list[float]] = {}
+    state, step, measured = None, 1, set()
+    plan = {versions[0]: [1, 2, 3], versions[-1]: [1, 2, 3]}
+    while True:
+        for version, runs in plan.items():
+            measured.add(version)
+            values.setdefault(version, []).extend(rng.normal(means[version], 2.0, len(runs)).tolist())
+        state = bisect.decide(versions, state, values, step, 3, 0.05, 0.05)
+        if state["done"]:
+            break
+        plan, step = state["next"], step + 1
+    assert state["verdict"] == "changed" and state["first"] == "c5" and state["previous"] == "c4"
+    assert step <= bisect.max_steps(8) and len(measured) <= 2 + 3 and state["steps"][0]["ends"]["changed"]
+    # Every step after the first measures both ends again, with the same run numbers as the middle.
+    assert all(len(set(map(tuple, s["measured"]))) for s in state["steps"])
+    flat = {v: [100.0 + rng.normal(0, 2.0) for _ in range(3)] for v in versions}
+    assert bisect.decide(versions, None, flat, 1, 3, 0.05, 0.05)["verdict"] == "no change"
+
+
+@pytest.mark.e2e
+def test_bisection_names_the_commit_that_changed_in_log2_steps(repo, tmp_path):
+    path, commits = repo
+    camp = write_campaign(
+        tmp_path, campaign(path, commits[0], commits[-1], bisect={"metric": "work", "threshold": "5%"})
+    )
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    # The ends, then 3 middles for 8 commits (each step with 2 new runs of both ends): 2*2 + 3*3*2 runs.
+    assert jobs_run(proc, "run") == 4 + 3 * 6
+    assert sorted(p.name for p in (tmp_path / "results/reg/bisect").iterdir()) == [
+        f"step-{k}.json" for k in (1, 2, 3, 4)
+    ]
+    report = (tmp_path / "results/reg/bisect.md").read_text()
+    assert f"**First commit that changed work: `{commits[4][:12]}`** (commit 5: 20 % more work)" in report
+    assert f"against `{commits[3][:12]}`, the commit before it: +20.00%" in report
+    frame = read_csv(tmp_path / "results/reg/reg.csv")
+    assert len(set(frame["version"].astype(str))) == 5  # the two ends and three middles, not all eight
+    # Resumable: nothing runs again.
+    again = snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert jobs_run(again, "run") == 0
+
+
+def test_bisection_is_refused_without_a_single_commit_range(repo, tmp_path):
+    from perfsnake.campaign import load_campaign
+    from perfsnake.errors import CampaignError
+
+    path, commits = repo
+    cases = [
+        ({"bisect": {"metric": "work", "threshold": "5%"}, "variables": {"version": [commits[0][:12], commits[1][:12]]}},
+         "bisect.variable", "a variable whose values are a commit range"),
+        ({"bisect": {"metric": "wrk", "threshold": "5%"}}, "bisect.metric", "'wrk' is not a metric"),
+        ({"bisect": {"metric": "work", "threshold": "150%"}}, "bisect.threshold", "between 0 and 100 %"),
+    ]  # fmt: skip
+    for change, key, problem in cases:
+        data = campaign(path, commits[0], commits[-1], **change)
+        with pytest.raises(CampaignError) as err:
+            load_campaign(write_campaign(tmp_path, data))
+        assert err.value.key == key and problem in err.value.problem

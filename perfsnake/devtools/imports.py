@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.stats": 1,
     "perfsnake.modes": 1,
     "perfsnake.precision": 2,
+    "perfsnake.bisect": 2,
     "perfsnake.versions": 2,
     "perfsnake.benchmarks": 2,
     "perfsnake.instruments": 3,
