@@ -109,3 +109,14 @@ def processes_under(directory: Path, needle: str) -> list[int]:
         if any(place.startswith(str(directory)) for place in places):
             found.append(int(proc.name))
     return found
+
+
+def alive(pid: int) -> bool:
+    """Whether a process still runs: a zombie is gone for our purposes, and so
+    is one that went meanwhile (reading the stat of a process that just exited
+    raises ESRCH, not ENOENT)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, SNAKEMAKE, jobs_run, mtimes, processes_under, snakemake, statuses, write_campaign
+from helpers import ROOT, SNAKEMAKE, alive, jobs_run, mtimes, processes_under, snakemake, statuses, write_campaign
 
 from perfsnake.results import read_csv
 
@@ -37,14 +37,6 @@ def campaign(name="c", command="echo value={x}", variables=None, **extra):
 def snakemake_argv(camp: Path, *args: str) -> list[str]:
     return [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
             "--configfile", str(ROOT / "config/config.yaml"), *args, "--config", f"campaign={camp}"]  # fmt: skip
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def wait_for(predicate, timeout=120.0, what="condition", proc=None):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import processes_under, snakemake, write_campaign
+from helpers import alive, processes_under, snakemake, write_campaign
 
 from perfsnake.campaign import load_campaign
 from perfsnake.errors import CampaignError
@@ -169,14 +169,6 @@ def test_valgrind_counts_instructions(tmp_path):
     assert (frame["valgrind.instructions"] > 1000).all()
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-
-
 @pytest.mark.e2e
 def test_daemon_never_outlives_its_run(tmp_path):
     daemon = {
@@ -202,7 +194,7 @@ def test_daemon_never_outlives_its_run(tmp_path):
     for x in ("ok", "fail", "slow"):
         rdir = tmp_path / f"results/i/runs/x-{x}/run-1"
         pid = int((rdir / "daemon-child.pid").read_text())
-        assert not _alive(pid), x
+        assert not alive(pid), x
         hooks = json.loads((rdir / "hooks.json").read_text())
         assert [h["phase"] for h in hooks] == ["pre", "teardown", "post"]
         assert hooks[1]["stopped"] is True

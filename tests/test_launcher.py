@@ -1,5 +1,6 @@
 """The C launcher that spans the timed interval (real processes)."""
 
+import errno
 import json
 import os
 import shutil
@@ -10,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, compile_c
+from helpers import ROOT, alive, compile_c
 
 
 @pytest.fixture(scope="module")
@@ -64,19 +65,6 @@ def test_missing_program(psrun, tmp_path):
     assert "does-not-exist" in (tmp_path / "stderr.txt").read_text()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is gone for our purposes (and so is one reaped meanwhile).
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def test_timeout_kills_the_whole_process_group(psrun, tmp_path):
     # The benchmark ignores SIGTERM and leaves a background grandchild.
     script = "trap '' TERM; sleep 30 & echo $! > child.pid; while :; do sleep 0.05; done"
@@ -87,14 +75,14 @@ def test_timeout_kills_the_whole_process_group(psrun, tmp_path):
     assert s["status"] == "timeout"
     child = int((tmp_path / "child.pid").read_text())
     time.sleep(0.1)
-    assert not _alive(child)
+    assert not alive(child)
 
 
 def test_leftover_background_processes_are_killed(psrun, tmp_path):
     launch(psrun, tmp_path, "/bin/sh", "-c", f"sleep 30 & echo $! > {tmp_path}/bg.pid; exit 0")
     assert status(tmp_path)["status"] == "ok"
     time.sleep(0.1)
-    assert not _alive(int((tmp_path / "bg.pid").read_text()))
+    assert not alive(int((tmp_path / "bg.pid").read_text()))
 
 
 def test_abort_leaves_no_status_and_stops_the_benchmark(psrun, tmp_path):
@@ -119,7 +107,7 @@ def test_abort_leaves_no_status_and_stops_the_benchmark(psrun, tmp_path):
     assert proc.wait(timeout=5) == 128 + signal.SIGTERM
     assert not (tmp_path / "status.json").exists()
     time.sleep(0.1)
-    assert not _alive(int((tmp_path / "pid").read_text()))
+    assert not alive(int((tmp_path / "pid").read_text()))
 
 
 def test_parent_death_stops_the_benchmark(psrun, tmp_path):
@@ -134,9 +122,9 @@ def test_parent_death_stops_the_benchmark(psrun, tmp_path):
     holder.wait(timeout=5)
     pid = int((tmp_path / "pid").read_text())
     deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(pid)
+    assert not alive(pid)
     assert not (tmp_path / "status.json").exists()
 
 
@@ -180,7 +168,7 @@ def read_pid(path: Path) -> int:
 def assert_gone(pid: int, within: float = 10.0) -> None:
     # A deadline that says the process ends, not how fast: loaded machines are slow.
     deadline = time.monotonic() + within
-    while _alive(pid):
+    while alive(pid):
         assert time.monotonic() < deadline, f"process {pid} outlived its run"
         time.sleep(0.02)
 
@@ -193,7 +181,7 @@ def test_setsid_grandchild_ends_with_the_run(psrun, tmp_path, containment, timeo
     s = status(tmp_path)
     assert s["status"] == ("timeout" if timeout else "ok")
     assert s["containment"] == "subreaper" if containment == "subreaper" else s["containment"].startswith("cgroup2:/")
-    assert not _alive(read_pid(tmp_path / "gc.pid"))
+    assert not alive(read_pid(tmp_path / "gc.pid"))
     if not timeout:  # (on a time-out, a cgroup's members already got SIGTERM)
         assert s["leftovers_killed"] >= 1
     if containment == "cgroup":
@@ -271,7 +259,7 @@ def test_guardian_leaves_with_the_run(psrun, tmp_path):
     assert status(tmp_path)["status"] == "ok" and not (tmp_path / ".psrun.state").exists()
     state = dict(line.split(" ", 1) for line in (tmp_path / "state.copy").read_text().splitlines())
     # psrun waited for it: gone when the launcher returns.
-    assert not _alive(int(state["guardian"]))
+    assert not alive(int(state["guardian"]))
 
 
 def test_next_attempt_sweeps_what_a_killed_launcher_left(psrun, tmp_path, containment):
@@ -285,7 +273,7 @@ def test_next_attempt_sweeps_what_a_killed_launcher_left(psrun, tmp_path, contai
     os.kill(guardian_of(tmp_path), signal.SIGKILL)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert _alive(bench)
+    assert alive(bench)
     # ...until the next attempt of the same run clears it before it starts.
     launch(psrun, tmp_path, "/bin/sh", "-c", f"echo $$ > {tmp_path}/pid")
     assert status(tmp_path)["status"] == "ok"
@@ -336,6 +324,24 @@ def test_planted_links_are_not_followed_and_are_reported(psrun, tmp_path):
 NOBODY = 65534
 
 
+def remove_cgroup_tree(root: Path, within: float = 30.0) -> None:
+    """Remove a cgroup and its children, deepest first, once their last
+    members are gone (an exiting process keeps its cgroup busy a moment)."""
+    if not root.exists():
+        return
+    (root / "cgroup.kill").write_text("1")
+    deadline = time.monotonic() + within
+    for cg in sorted(root.glob("**/"), key=lambda p: len(p.parts), reverse=True):
+        while True:
+            try:
+                cg.rmdir()
+                break
+            except OSError as exc:
+                if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+
 @pytest.mark.skipif(not cgroup_available() or not shutil.which("setpriv"), reason="needs root, cgroup v2, setpriv")
 @pytest.mark.parametrize("delegated", [True, False])
 def test_another_user_is_contained_in_a_delegated_cgroup_or_as_a_subreaper(psrun, delegated):
@@ -372,10 +378,7 @@ def test_another_user_is_contained_in_a_delegated_cgroup_or_as_a_subreaper(psrun
             assert s["containment"].startswith(f"cgroup2:{delegation}/"), s["containment"]
         else:
             assert s["containment"] == "subreaper"
-        assert not _alive(read_pid(run_dir / "gc.pid"))
+        assert not alive(read_pid(run_dir / "gc.pid"))
     finally:
         shutil.rmtree(base, ignore_errors=True)
-        for cg in (
-            sorted(delegation.glob("**/"), key=lambda p: len(p.parts), reverse=True) if delegation.exists() else []
-        ):
-            cg.rmdir()
+        remove_cgroup_tree(delegation)

@@ -19,10 +19,15 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
+#include <time.h>
 
 static int nthreads;
 static long iters;
+/* Longest a trylock may keep failing; others finishing their iterations
+ * release the lock long before that, even with 8 threads on a loaded machine. */
+#define TRYLOCK_LIMIT_S 60
 
 static pthread_mutex_t static_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t dyn_mutex;
@@ -32,10 +37,15 @@ static volatile long counter_static, counter_dyn, counter_nested;
 static int in_static, in_dyn, in_nested, in_buf;
 static int failed;
 
+/* The first violation is the verdict: exit at once. Going on with a broken
+ * lock can hang (a lost condition-variable wake-up), which a test would see
+ * as a time-out instead of the failure it is. */
 static void fail(const char *what)
 {
-	if (__atomic_exchange_n(&failed, 1, __ATOMIC_SEQ_CST) == 0)
+	if (__atomic_exchange_n(&failed, 1, __ATOMIC_SEQ_CST) == 0) {
 		fprintf(stderr, "torture: FAILED: %s\n", what);
+		_exit(1);
+	}
 }
 
 static void enter(int *inside)
@@ -49,6 +59,15 @@ static void leave(int *inside)
 	__atomic_sub_fetch(inside, 1, __ATOMIC_SEQ_CST);
 }
 
+/* A critical section a few hundred cycles long: two threads that run at
+ * once without exclusion meet inside it, even on a loaded machine where
+ * they rarely run at the same moment. */
+static void dwell(void)
+{
+	for (volatile int k = 0; k < 64; k++)
+		;
+}
+
 static void *counter_worker(void *arg)
 {
 	(void)arg;
@@ -56,6 +75,7 @@ static void *counter_worker(void *arg)
 		pthread_mutex_lock(&static_mutex);
 		enter(&in_static);
 		counter_static = counter_static + 1;
+		dwell();
 		leave(&in_static);
 		pthread_mutex_unlock(&static_mutex);
 
@@ -74,8 +94,16 @@ static void *mixed_worker(void *arg)
 
 	for (long i = 0; i < iters; i++) {
 		if ((i + id) % 3 == 0) {
-			while (pthread_mutex_trylock(&outer) != 0)
+			struct timespec since, now;
+
+			clock_gettime(CLOCK_MONOTONIC, &since);
+			while (pthread_mutex_trylock(&outer) != 0) {
 				sched_yield();
+				/* A lock never released (a broken unlock) would spin here forever. */
+				clock_gettime(CLOCK_MONOTONIC, &now);
+				if (now.tv_sec - since.tv_sec > TRYLOCK_LIMIT_S)
+					fail("trylock failed for over a minute: the lock is never released");
+			}
 		} else {
 			pthread_mutex_lock(&outer);
 		}
