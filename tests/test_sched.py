@@ -101,6 +101,19 @@ def test_analysis_of_a_recorded_event_stream():
     assert by[11]["runtime_ms"] == pytest.approx(2 + 2) and by[11]["blocked_ms"] == pytest.approx(1)
     assert by[11]["delay_ms"] == pytest.approx(1 + 1)  # forked 1.001 -> ran 1.002; woken 1.005 -> ran 1.006
     assert by[11]["cpus"] == [0, 1] and by[11]["migrations"] == 1 and t["totals"]["sched.cpus_used"] == 2
+    # The same thread having exec'd a program once it ran on CPU 1 (taskset
+    # pinning itself, then becoming the benchmark): placement counts from there.
+    exec_event = (
+        "a",
+        11,
+        1,
+        1.007,
+        "sched:sched_process_exec",
+        {"filename": "/bin/prog", "pid": "11", "old_pid": "11"},
+    )
+    t = sched.analyse([*ev[:7], exec_event, *ev[7:]], 10)
+    by = {x["tid"]: x for x in t["threads"]}
+    assert by[11]["cpus"] == [1] and by[11]["migrations"] == 0 and by[11]["runtime_ms"] == pytest.approx(2 + 2)
 
 
 @pytest.mark.e2e

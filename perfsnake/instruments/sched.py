@@ -18,6 +18,7 @@ which the `sched_gantt` rule draws (rules/profile.smk).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -35,7 +36,7 @@ PID_FILE = "sched.pid"
 JSON_FILE = "sched.json"
 GANTT = "sched_gantt"
 EVENTS = ("sched:sched_switch", "sched:sched_waking", "sched:sched_wakeup_new", "sched:sched_migrate_task",
-          "sched:sched_process_fork")  # fmt: skip
+          "sched:sched_process_fork", "sched:sched_process_exec")  # fmt: skip
 #: Process names of the run's own tools (never the application's threads).
 TOOLS = frozenset({"perf", "perf-exec", "psrun", "psplace", "strace", "ltrace", "valgrind", "bpftrace", "taskset",
                    "numactl", "nice", "env", "time"})  # fmt: skip
@@ -169,12 +170,15 @@ def analyse(
     migrations: list[dict[str, object]] = []
     wakeups: list[dict[str, object]] = []
     stats: dict[int, dict[str, float]] = defaultdict(lambda: {"run": 0.0, "wait": 0.0, "delay": 0.0, "blocked": 0.0})
+    execs: dict[int, float] = {}  # tid -> its last exec
     start = end = None
     for _comm, _tid, cpu, time, event, f in events:
         start = time if start is None else start
         end = time
         name = event.split(":")[1]
-        if name == "sched_process_fork" and int(f.get("pid", -1)) in ours:
+        if name == "sched_process_exec" and int(f.get("pid", -1)) in ours:
+            execs[int(f["pid"])] = time  # a wrapper (taskset, a shell) becomes the program
+        elif name == "sched_process_fork" and int(f.get("pid", -1)) in ours:
             child = int(f["child_pid"])
             ours.add(child)
             names[child] = f.get("child_comm", "")
@@ -228,11 +232,15 @@ def analyse(
             if key in item:
                 item[key] = round((float(item[key]) - origin) * 1000, 6)  # type: ignore[arg-type]  # ms from the first slice
     pinned = {t: (cpu, round((at - origin) * 1000, 6)) for t, (cpu, at) in pins.items() if t in seen}
+    # Where a thread ran and how often it moved count from its last exec: before
+    # it, the same task was the wrapper that started the program (taskset
+    # pins itself, then execs it).
+    after_exec = {t: round((execs[t] - origin) * 1000, 6) if t in execs else -math.inf for t in seen}
     threads = [{"tid": t, "name": names.get(t, ""), "runtime_ms": stats[t]["run"] * 1000,
                 "wait_ms": stats[t]["wait"] * 1000, "delay_ms": stats[t]["delay"] * 1000,
                 "blocked_ms": stats[t]["blocked"] * 1000,
-                "migrations": sum(m["tid"] == t for m in migrations),
-                "cpus": sorted({int(s["cpu"]) for s in slices if s["tid"] == t}),  # type: ignore[call-overload]
+                "migrations": sum(m["tid"] == t and float(m["t"]) > after_exec[t] for m in migrations),  # type: ignore[arg-type]
+                "cpus": sorted({int(s["cpu"]) for s in slices if s["tid"] == t and float(s["end"]) > after_exec[t]}),  # type: ignore[call-overload, arg-type]
                 **({"pinned_cpu": pinned[t][0], "pinned_at_ms": pinned[t][1],
                     "migrations_after_pin": sum(m["tid"] == t and float(m["t"]) > pinned[t][1] and m["to"] != pinned[t][0]  # type: ignore[arg-type]
                                                 for m in migrations),
@@ -244,8 +252,8 @@ def analyse(
         "sched.wait_ms": sum(t["wait_ms"] for t in threads),
         "sched.delay_ms": sum(t["delay_ms"] for t in threads),
         "sched.blocked_ms": sum(t["blocked_ms"] for t in threads),
-        "sched.migrations": len([m for m in migrations if m["tid"] in seen]),
-        "sched.cpus_used": len({int(s["cpu"]) for s in slices}),  # type: ignore[call-overload]
+        "sched.migrations": sum(int(t["migrations"]) for t in threads),
+        "sched.cpus_used": len({c for t in threads for c in t["cpus"]}),
     }
     # The application: the threads named like the busiest one that is not a
     # tool of the run (the wrappers and tracers that start or watch it mostly
