@@ -30,7 +30,7 @@ from pathlib import Path
 
 from perfsnake import layout
 from perfsnake.instruments.base import Context
-from perfsnake.instruments.sched import buffer_option, lost_events
+from perfsnake.instruments.sched import buffer_option, count_lost, lost_events
 from perfsnake.instruments.wrappers import Wrapper
 from perfsnake.machine import capabilities
 
@@ -58,12 +58,9 @@ class OffCpu(Wrapper):
             raise self.fail(
                 f"call graph mode {self.spec['call_graph']!r} (choose from {', '.join(self.MODES)})", "call_graph"
             )
-        problem = capabilities.whole_machine_problem()
+        problem = capabilities.recording_problem(EVENTS)
         if problem:
-            raise self.fail(problem)
-        absent = capabilities.missing_tracepoint(EVENTS)
-        if absent:
-            raise self.fail(f"this kernel has no {absent} tracepoint (tracefs), which off-CPU analysis needs")
+            raise self.fail(f"{problem}: off-CPU analysis records every CPU's scheduler tracepoints")
 
     def declared_metrics(self) -> list[str]:
         return [LOST]
@@ -138,11 +135,11 @@ def fold_run(run_dir: Path, output: Path) -> None:
     data, pid = run_dir / DATA_FILE, run_dir / PID_FILE
     lines: list[str] = []
     if data.exists() and pid.exists() and pid.read_text().strip():
-        proc = subprocess.run(["perf", "script", "-i", str(data), "-F", "comm,tid,cpu,time,event,trace,ip,sym,dso"],
+        proc = subprocess.run(["perf", "script", "-i", str(data), "--show-lost-events", "-F", "comm,tid,cpu,time,event,trace,ip,sym,dso"],
                               capture_output=True, text=True, timeout=1800, check=False)  # fmt: skip
         folded = fold(proc.stdout, int(pid.read_text()))
         lines = [f"{stack} {weight}" for stack, weight in sorted(folded.items()) if weight > 0]
-        lost = lost_events(data)
+        lost = count_lost(proc.stdout)  # the same pass: no second read of the recording
         if lost:  # the graph undercounts: say so where the user looks, not only in the log
             message = f"perfsnake: offcpu: {run_dir}: perf lost {lost} events (buffers full); blocked time undercounted"
             print(message, file=sys.stderr)

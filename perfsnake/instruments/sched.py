@@ -58,7 +58,12 @@ def lost_events(data: Path) -> int:
     """Events perf dropped from a recording (its buffers were full): the analysis undercounts by them."""
     proc = subprocess.run(["perf", "script", "-i", str(data), "--show-lost-events", "-F", "time"],
                           capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
-    return sum(int(n) for n in _LOST.findall(proc.stdout))
+    return count_lost(proc.stdout)
+
+
+def count_lost(script_output: str) -> int:
+    """Events lost, from `perf script --show-lost-events` output."""
+    return sum(int(n) for n in _LOST.findall(script_output))
 
 
 def buffer_option() -> list[str]:
@@ -79,12 +84,9 @@ class SchedTimeline(Wrapper):
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         self.require_tool("perf", "linux-perf")
-        problem = capabilities.whole_machine_problem()
+        problem = capabilities.recording_problem(EVENTS)
         if problem:
-            raise self.fail(problem)
-        absent = capabilities.missing_tracepoint(EVENTS)
-        if absent:
-            raise self.fail(f"this kernel has no {absent} tracepoint (tracefs), which the timeline needs")
+            raise self.fail(f"{problem}: the timeline records every CPU's scheduler tracepoints")
 
     def declared_metrics(self) -> list[str]:
         return list(METRICS)

@@ -78,6 +78,15 @@ def whole_machine_problem() -> str | None:
     return f"recording every CPU needs root or kernel.perf_event_paranoid = -1 (it is {level})"
 
 
+def recording_problem(events: tuple[str, ...]) -> str | None:
+    """Why `perf record -a` of these tracepoints cannot work here, in a line (None: it can)."""
+    problem = whole_machine_problem()
+    if problem:
+        return problem
+    absent = missing_tracepoint(events)
+    return f"this kernel has no {absent} tracepoint (tracefs)" if absent else None
+
+
 def describe() -> dict[str, object]:
     """The answers, for the machine's metadata and `perfsnake capabilities`."""
     return {

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfsnake import bisect, layout, versions
+from perfsnake import bisect, versions
 from perfsnake.escape import value_text
-from perfsnake.stages.collect import collect_record_run
+from perfsnake.stages.precision import metric_values
 
 if TYPE_CHECKING:
     from perfsnake.campaign import Campaign
@@ -75,16 +75,9 @@ def decide_step(index: CampaignIndex, name: str, step: int, inputs: list[str], o
     spec = c.bisect
     assert spec is not None
     by_path = {path: version for version, path in _paths(c).items()}
-    values: dict[str, list[float]] = {}
+    status_files = [s for s in inputs if s.endswith("status.json")]
+    values = {by_path[p]: v for p, v in metric_values(c, status_files, str(spec["metric"])).items()}
     state = None
-    workdir = Path.cwd()
-    runs = sorted((layout.split_status(name, s) for s in inputs if s.endswith("status.json")), key=lambda pr: pr[1])
-    for path, run in runs:
-        result = collect_record_run(c, path, run, workdir)
-        metrics: dict[str, object] = result["metrics"]  # type: ignore[assignment]
-        value = result["wall_s"] if spec["metric"] == "wall_s" else metrics.get(str(spec["metric"]))
-        if result["status"] == "ok" and isinstance(value, (int, float)):
-            values.setdefault(by_path[path], []).append(float(value))
     previous = [s for s in inputs if s.endswith(".json") and not s.endswith("status.json")]
     if previous:
         state = json.loads(Path(previous[0]).read_text())

@@ -12,6 +12,7 @@ from perfsnake import layout, precision
 from perfsnake.stages.collect import collect_record_run
 
 if TYPE_CHECKING:
+    from perfsnake.campaign import Campaign
     from perfsnake.planning import CampaignIndex
 
 #: (campaign, round) -> path of that round's decision file; Snakemake's
@@ -25,18 +26,11 @@ def decide_round(
     """Checkpoint of one round: which records need more runs, and how many."""
     c = index.campaigns[name]
     assert c.precision is not None
-    workdir = Path.cwd()
     plan: dict[str, list[int]] = {}
-    values: dict[str, list[float]] = {}
-    metric = c.precision["metric"]
     for status in status_files:
         path, run = layout.split_status(name, status)
         plan.setdefault(path, []).append(run)
-        result = collect_record_run(c, path, run, workdir)
-        metrics: dict[str, object] = result["metrics"]  # type: ignore[assignment]
-        value = result["wall_s"] if metric == "wall_s" else metrics.get(metric)
-        if result["status"] == "ok" and isinstance(value, (int, float)):
-            values.setdefault(path, []).append(float(value))
+    values = metric_values(c, status_files, c.precision["metric"])
     decision = precision.decide(values, {p: sorted(r) for p, r in plan.items()}, c.precision, round_number)
     Path(output).write_text(json.dumps(decision, indent=1) + "\n")
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
@@ -44,6 +38,20 @@ def decide_round(
         f"{path}: {len(r['runs'])} runs, relative half-width {r['rel_ci']}, met={r['met']}, adding {len(r['add'])}\n"
         for path, r in decision["records"].items()  # type: ignore[attr-defined]
     ))  # fmt: skip
+
+
+def metric_values(c: Campaign, status_files: list[str], metric: str) -> dict[str, list[float]]:
+    """Per record path, `metric` of the ok runs among `status_files`, in run order
+    (what the precision and bisection checkpoints decide on)."""
+    workdir = Path.cwd()
+    values: dict[str, list[float]] = {}
+    for path, run in sorted((layout.split_status(c.name, s) for s in status_files), key=lambda pr: pr[1]):
+        result = collect_record_run(c, path, run, workdir)
+        metrics: dict[str, object] = result["metrics"]  # type: ignore[assignment]
+        value = result["wall_s"] if metric == "wall_s" else metrics.get(metric)
+        if result["status"] == "ok" and isinstance(value, (int, float)):
+            values.setdefault(path, []).append(float(value))
+    return values
 
 
 def decisions(
