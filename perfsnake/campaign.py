@@ -22,6 +22,7 @@ import yaml
 from perfsnake import expressions, gates, versions
 from perfsnake.benchmarks import BUILTINS, make_benchmark
 from perfsnake.benchmarks.base import Benchmark
+from perfsnake.benchmarks.imported import ImportedBenchmark
 from perfsnake.errors import CampaignError, did_you_mean
 from perfsnake.escape import key_component, record_path, value_text
 from perfsnake.instruments import Instruments
@@ -175,21 +176,23 @@ def _sub_schema_error(spec: dict, sub: str, prefix: str, origin: str) -> Campaig
     return CampaignError(origin, key, _one_line(error.message))
 
 
+#: benchmark types defined inline in a campaign, each with its own schema definition
+INLINE = {"command": "command_benchmark", "imported": "imported_benchmark"}
+
+
 def _benchmark_error(spec: Any, origin: str) -> CampaignError:
-    names = ", ".join(sorted([*BUILTINS, "command"]))
+    names = ", ".join(sorted([*BUILTINS, *INLINE]))
     if isinstance(spec, str):
         return CampaignError(
             origin,
             "benchmark",
-            f"unknown benchmark {spec!r}{did_you_mean(spec, [*BUILTINS, 'command'])} (choose from {names})",
+            f"unknown benchmark {spec!r}{did_you_mean(spec, [*BUILTINS, *INLINE])} (choose from {names})",
         )
     if isinstance(spec, dict):
         kind = spec.get("type")
-        if kind not in (*BUILTINS, "command"):
+        if kind not in (*BUILTINS, *INLINE):
             return CampaignError(origin, "benchmark.type", f"unknown benchmark {kind!r} (choose from {names})")
-        error = _sub_schema_error(
-            spec, "command_benchmark" if kind == "command" else "builtin_benchmark", "benchmark", origin
-        )
+        error = _sub_schema_error(spec, INLINE.get(str(kind), "builtin_benchmark"), "benchmark", origin)
         if error:
             return error
     return CampaignError(origin, "benchmark", f"expected a benchmark name or mapping, got {_show(spec)}")
@@ -248,6 +251,11 @@ class Campaign:
     derived: dict[str, ast.Expression] = field(default_factory=dict)
     #: reference gates, checked and normalised (perfsnake.gates)
     references: list[dict[str, object]] = field(default_factory=list)
+
+    @property
+    def imported(self) -> bool:
+        """Results another tool measured: nothing to build or run (perfsnake.importers)."""
+        return isinstance(self.benchmark, ImportedBenchmark)
 
     @property
     def version_variables(self) -> list[str]:
@@ -597,6 +605,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         raise error
     data = fill_defaults(raw, load_schema("campaign.schema.yaml"))
     benchmark = make_benchmark(data["benchmark"], origin)
+    imported = _imported_records(benchmark, raw, data, origin)
     values = _expand_values(data["variables"], benchmark, origin)
     order, recs = _records(data, values, origin)
     _check_names(order, list(benchmark.metrics), origin)
@@ -679,7 +688,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         variables=order,
         build_vars=build_vars,
         records=records,
-        nb_runs=precision["min_runs"] if precision else data["nb_runs"],
+        nb_runs=imported or (precision["min_runs"] if precision else data["nb_runs"]),
         duration_s=data["duration_s"],
         timeout_s=data["timeout_s"],
         pretty=data["pretty"],
@@ -694,6 +703,24 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     )
     campaign.by_path = {r.path: r for r in records}
     return campaign
+
+
+def _imported_records(benchmark: Benchmark, raw: dict, data: dict, origin: str) -> int:
+    """An imported campaign's records come from its files: they go into
+    data["records"]; returns the most runs a record has (0 when not imported)."""
+    if not isinstance(benchmark, ImportedBenchmark):
+        return 0
+    for name in ("variables", "records", "exclude", "nb_runs", "precision", "bisect", "control", "platform",
+                 "duration_s", "timeout_s", "flamegraph", "compare", "wrappers", "shared_libs", "pre_run_hooks",
+                 "post_run_hooks", "instruments"):  # fmt: skip
+        if name in raw:
+            raise CampaignError(origin, name, "not for an imported campaign (its records and runs come from its files)")
+    data["records"] = benchmark.given_records()
+    counts: dict[tuple, int] = {}
+    for row in benchmark.imported.rows:
+        key = tuple(str(row.record[v]) for v in benchmark.imported.variables)
+        counts[key] = counts.get(key, 0) + 1
+    return max(counts.values())
 
 
 def _bisect(data: dict, order: list[str], recs: list[dict], metrics: list[str], origin: str) -> dict | None:

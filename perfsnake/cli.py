@@ -11,6 +11,9 @@
     perfsnake compare PACKED.csv NEW.csv       a re-run's summary.csv against a packed one
     perfsnake artifact [--config ...] [--output FILE.zip] [--allow-failed]
                                                pack a finished campaign as a reproducible artifact
+    perfsnake import TOOL FILE... --campaign NAME [--no-run]
+                                               hyperfine, Google Benchmark, Criterion or pyperf results
+                                               as a campaign (written to config/campaigns/NAME.yaml, then made)
 
 Run it from the workflow's working directory; `--config` takes the same
 KEY=VALUE pairs as Snakemake's (campaign=PATH selects one campaign file).
@@ -89,6 +92,19 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "capabilities", help="what this machine lets instruments observe (hardware PMU, kprobes, uprobes, BTF, ...)"
     )
+    from perfsnake.importers import TOOLS
+
+    imp = sub.add_parser(
+        "import",
+        help="another tool's results as a campaign: per-run rows, intervals, corrected comparisons, plots, report",
+        description="Tools and what they read: " + "; ".join(f"{k}: {v}" for k, v in TOOLS.items()),
+    )
+    imp.add_argument("tool", choices=list(TOOLS), help="the tool that measured")
+    imp.add_argument("files", nargs="+", metavar="FILE", help="its JSON files (criterion: target/criterion)")
+    imp.add_argument("--campaign", required=True, metavar="NAME", help="the campaign (and results/NAME/) to create")
+    imp.add_argument("--output", metavar="FILE.yaml", type=Path, help="default: config/campaigns/NAME.yaml")
+    imp.add_argument("--force", action="store_true", help="replace an existing campaign file")
+    imp.add_argument("--no-run", action="store_true", help="only write the campaign file")
     art = sub.add_parser("artifact", help="pack a finished campaign (zip: campaign, config, workflow, results, report)")
     config_option(art)
     art.add_argument(
@@ -129,6 +145,12 @@ def main(argv: list[str] | None = None) -> int:
             except CompareError as exc:
                 print(f"perfsnake: compare: {exc}", file=sys.stderr)
                 return 2
+        if args.command == "import":
+            from perfsnake.importers import command as import_command
+
+            written = import_command.write(args.tool, args.files, args.campaign, args.output, args.force)
+            print(f"wrote {written}")
+            return 0 if args.no_run else import_command.make(written, [])
         config = _config(args.config)
         campaign_files(config)
         if args.command == "artifact":

@@ -1,7 +1,9 @@
-"""`perfsnake compare`: one campaign's results from several dates or hosts, side by side.
+"""`perfsnake compare`: one parameter space's results from several dates, hosts or tools, side by side.
 
 Each side is a result directory (`results/<campaign>/`) or an artifact zip
-(`perfsnake artifact`). Per record and metric: each side's n, mean and the
+(`perfsnake artifact`); the sides are one campaign, or campaigns with the same
+variables (a native campaign and another tool's results of the same
+commands, `perfsnake import`), compared on the metrics they share. Per record and metric: each side's n, mean and the
 interval of its mean (the campaign's statistics: subsession means, AR(1)
 correction), and against the first side the ratio of means with its
 interval (the interval of the difference, from Welch's test on subsession
@@ -23,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from perfsnake.escape import value_text
 from perfsnake.results import read_results, read_results_metadata
 from perfsnake.stats import summarise, welch_on_subsessions
 
@@ -66,7 +69,8 @@ def load_side(path: Path) -> Side:
     campaign, text = _csv_text(path)
     metadata = read_results_metadata(io.StringIO(text))
     runs = read_results(io.StringIO(text))
-    label = f"{metadata.get('hostname', '?')} {metadata.get('utc_time', '')[:16]} ({path})".strip()
+    tool = f"{metadata['imported_tool']}, imported" if metadata.get("imported_tool") else metadata.get("hostname", "?")
+    label = f"{tool} {metadata.get('utc_time', '')[:16]} ({path})".replace("  ", " ").strip()
     return Side(label, campaign, runs, metadata)
 
 
@@ -95,25 +99,38 @@ def metadata_differences(sides: list[Side]) -> list[dict[str, str]]:
     return out
 
 
+def _groups(runs: pd.DataFrame, variables: list[str], metric: str) -> dict[tuple[str, ...], np.ndarray]:
+    """A side's ok values of one metric per record, keyed by the values' text
+    (a native CSV reads 2 as a number, an imported one may hold "2")."""
+    ok = runs[runs["status"] == "ok"]
+    if not variables:
+        return {(): ok[metric].to_numpy(dtype=float)}
+    return {
+        tuple(value_text(v) for v in (key if isinstance(key, tuple) else (key,))): g[metric].to_numpy(dtype=float)
+        for key, g in ok.groupby(variables, sort=False)
+    }
+
+
 def compare(sides: list[Side], confidence: float = 0.95, alpha: float = 0.05) -> pd.DataFrame:
     """Per record, metric and side: the side's statistic, and its ratio to the first side's."""
     from statsmodels.stats.multitest import multipletests
 
-    names = {s.campaign for s in sides}
-    if len(names) > 1:
-        raise CompareError(f"the sides are different campaigns ({', '.join(sorted(names))}); compare one campaign")
     variables = _variables(sides[0].runs)
+    for i, side in enumerate(sides[1:], start=2):
+        theirs = _variables(side.runs)
+        if set(theirs) != set(variables):
+            raise CompareError(
+                f"side {i} ({side.campaign}) has the variables {', '.join(theirs) or 'none'}, side 1 "
+                f"({sides[0].campaign}) {', '.join(variables) or 'none'}: compare results of one parameter space"
+            )
     metrics = [m for m in _metrics(sides[0].runs) if all(m in s.runs for s in sides[1:])]
+    if not metrics:
+        raise CompareError("the sides have no metric in common")
     rows = []
     for metric in metrics:
-        groups = [
-            {k: g[metric].to_numpy(dtype=float) for k, g in s.runs[s.runs["status"] == "ok"].groupby(variables, sort=False)}
-            if variables else {(): s.runs.loc[s.runs["status"] == "ok", metric].to_numpy(dtype=float)}
-            for s in sides
-        ]  # fmt: skip
+        groups = [_groups(s.runs, variables, metric) for s in sides]
         for key, first in groups[0].items():
-            key_t = key if isinstance(key, tuple) else (key,)
-            record = dict(zip(variables, key_t, strict=True))
+            record = dict(zip(variables, key, strict=True))
             for i, group in enumerate(groups):
                 x = group.get(key)
                 if x is None:
@@ -146,7 +163,8 @@ def _fmt(value: object) -> str:
 
 
 def markdown(sides: list[Side], table: pd.DataFrame, differences: list[dict[str, str]]) -> str:
-    lines = [f"# {sides[0].campaign}: {len(sides)} result sets compared", ""]
+    names = " vs ".join(dict.fromkeys(s.campaign for s in sides))
+    lines = [f"# {names}: {len(sides)} result sets compared", ""]
     lines += [f"- side {i + 1}: {s.label}" for i, s in enumerate(sides)]
     lines += ["", "## What differs between the sides", ""]
     if differences:

@@ -88,7 +88,9 @@ class CampaignIndex:
         # builds_ready), but not inputs of every run job, which would cost a
         # rule look-up per run when planning (and re-measure everything when
         # the launcher is recompiled).
-        self.tools[c.name] = [*c.platform.local_inputs(), *(layout.tool(t) for t in c.instruments.tools())]
+        self.tools[c.name] = (
+            [] if c.imported else [*c.platform.local_inputs(), *(layout.tool(t) for t in c.instruments.tools())]
+        )
         needs: dict[str, list[str]] = {}
         for record in c.records:
             params = c.run_params(record)
@@ -156,6 +158,15 @@ class CampaignIndex:
         """Every run a campaign may get (up to precision's max_runs)."""
         c = self.campaigns[name]
         return self.plan_targets(name, {r.path: list(range(1, c.max_runs + 1)) for r in c.records})
+
+    def imported_files(self, name: str) -> list[str]:
+        """What an imported campaign's collect reads, instead of runs."""
+        from perfsnake.benchmarks.imported import ImportedBenchmark
+
+        bench = self.campaigns[name].benchmark
+        assert isinstance(bench, ImportedBenchmark)
+        module = bench.tool.replace("-", "_")
+        return bench.input_files() + layout.package_code("importers/__init__.py", f"importers/{module}.py")
 
     def run_inputs(self, name: str, record_path: str) -> list[str]:
         return self.run_needs[name][record_path]
@@ -330,4 +341,16 @@ def campaign_info(c: Campaign) -> dict[str, object]:
         "units": c.benchmark.units(),
         "regression_metrics": c.regression_metrics() if c.version_variables else [],
         "values": {v: list(dict.fromkeys(value_text(r.values[v]) for r in c.records)) for v in c.variables},
+        "imported": imported_metadata(c),
     }
+
+
+def imported_metadata(c: Campaign) -> dict[str, str] | None:
+    """The `#` lines of an imported campaign: the tool, its files and what it recorded."""
+    from perfsnake.benchmarks.imported import ImportedBenchmark
+
+    if not isinstance(c.benchmark, ImportedBenchmark):
+        return None
+    data = c.benchmark.imported
+    return {"imported_tool": data.tool, "imported_files": " ".join(map(str, c.benchmark.files)),
+            "hostname": "unknown (not recorded by the tool)", **data.context}  # fmt: skip

@@ -106,6 +106,8 @@ def step_file(campaign, step):
 
 
 def collect_input(wildcards):
+    if INDEX.campaigns[wildcards.campaign].imported:
+        return INDEX.imported_files(wildcards.campaign)
     if INDEX.campaigns[wildcards.campaign].bisect:
         from perfsnake.stages import bisect as bisect_stage
 

@@ -7,6 +7,7 @@ from perfsnake.benchmarks.command import CommandBenchmark
 from perfsnake.benchmarks.cyclictest import CyclictestBenchmark
 from perfsnake.benchmarks.fio import FioBenchmark
 from perfsnake.benchmarks.heater import HeaterBenchmark
+from perfsnake.benchmarks.imported import ImportedBenchmark
 from perfsnake.benchmarks.kyotocabinet import KyotoCabinetBenchmark
 from perfsnake.benchmarks.leveldb import LevelDBBenchmark
 from perfsnake.benchmarks.lmbench import LmbenchBenchmark
@@ -41,4 +42,6 @@ def make_benchmark(spec: str | dict, source: str) -> Benchmark:
         return BUILTINS[spec]({"type": spec}, source)
     if spec["type"] == "command":
         return CommandBenchmark(spec, source)
+    if spec["type"] == "imported":
+        return ImportedBenchmark(spec, source)
     return BUILTINS[spec["type"]](spec, source)

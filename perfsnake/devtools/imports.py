@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.machine": 1,
     "perfsnake.stats": 1,
     "perfsnake.modes": 1,
+    "perfsnake.importers": 1,  # other tools' files, parsed
     "perfsnake.precision": 2,
     "perfsnake.bisect": 2,
     "perfsnake.versions": 2,
@@ -43,6 +44,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.stages": 6,
     "perfsnake.artifact": 7,
     "perfsnake.compare": 7,
+    "perfsnake.importers.command": 7,  # `perfsnake import`: writes a campaign, runs the workflow
     "perfsnake.cli": 8,
     "perfsnake.__main__": 9,
     "perfsnake.devtools": 9,

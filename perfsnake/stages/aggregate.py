@@ -46,7 +46,7 @@ def footer(results: list[dict]) -> dict[str, object]:
         first = min(r["start_epoch"] for r in results)
         last = max(r["end_epoch"] for r in results)
         span = last - first
-        busy = sum(r["wall_s"] for r in results)
+        busy = sum(r["wall_s"] or 0.0 for r in results)  # an imported run may have none
     else:
         span = busy = 0.0
     foot: dict[str, object] = {
@@ -106,9 +106,11 @@ def aggregate(
         "campaign_file": info["file"],
         "campaign_sha256": info["sha256"],
         "benchmark": info["benchmark"],
-        **host_metadata(),
-        **platform_metadata(results, str(info.get("platform", "local"))),
+        # Imported results say what their tool recorded of its machine, not this one's.
+        **(dict(info["imported"]) if info.get("imported") else host_metadata()),  # type: ignore[call-overload]
     }
+    if not info.get("imported"):
+        head |= platform_metadata(results, str(info.get("platform", "local")))
     units: dict[str, str] = {}
     for res in results:
         units.update(res.get("units") or {})

@@ -52,8 +52,9 @@ def _key(result: Mapping[str, object], variables: list[str]) -> tuple[str, ...]:
 
 
 def numeric_metrics(results: list[dict]) -> list[str]:
-    """Numeric metrics present in the results, and the run's wall time."""
-    names: list[str] = ["wall_s"] if results else []
+    """Numeric metrics present in the results, and the run's wall time (which
+    imported results other than hyperfine's do not have)."""
+    names: list[str] = ["wall_s"] if any(r.get("wall_s") is not None for r in results) else []
     for res in results:
         for name, value in res["metrics"].items():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and name not in names:

@@ -12,6 +12,7 @@ import numpy as np
 
 from perfsnake import expressions, layout, safefile
 from perfsnake.benchmarks.base import Benchmark
+from perfsnake.escape import record_path
 from perfsnake.instruments import Instruments
 from perfsnake.machine import state as machine_state
 from perfsnake.stats import SteadyState, steady_segment, work_per_second
@@ -198,6 +199,9 @@ def collect_campaign(
 ) -> None:
     """Parse every run of the campaign into its result.json and results_file."""
     c = index.campaigns[name]
+    if c.imported:
+        _write_results(results_file, log_file, *imported_results(c))
+        return
     workdir = Path.cwd()
     lines = []
     results = []
@@ -213,8 +217,44 @@ def collect_campaign(
         loud = unparsed_line(name, f"{path}/run-{i}", result)
         if loud:
             print(loud, file=sys.stderr, flush=True)
+    _write_results(results_file, log_file, results, lines)
+
+
+def _write_results(results_file: str, log_file: str, results: list[dict], lines: list[str]) -> None:
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
     Path(log_file).write_text("".join(lines))
     tmp = Path(results_file + ".tmp")
     tmp.write_text(json.dumps(results, default=str) + "\n")
     tmp.replace(results_file)
+
+
+def imported_results(c: Campaign) -> tuple[list[dict], list[str]]:
+    """An imported campaign's runs as results: one per measurement another
+    tool made, numbered per record in the files' order. They have no start
+    time of their own: every `start_epoch` is 0, so the CSV keeps that order."""
+    from perfsnake.benchmarks.imported import ImportedBenchmark
+
+    bench = c.benchmark
+    assert isinstance(bench, ImportedBenchmark)
+    data = bench.imported
+    counts: dict[str, int] = {}
+    results: list[dict] = []
+    lines = []
+    for row in data.rows:
+        path = record_path(row.record, c.variables)
+        counts[path] = run = counts.get(path, 0) + 1
+        result: dict[str, object] = {
+            "campaign": c.name, "benchmark": data.tool, "variables": dict(row.record), "run": run,
+            "metrics": dict(row.metrics), "status": row.status, "exit_code": row.exit_code, "signal": 0,
+            "wall_s": row.wall_s, "start": "", "end": "", "start_epoch": 0.0, "end_epoch": 0.0,
+            "units": dict(data.units), "imported": True, "run_dir": "",
+        }  # fmt: skip
+        if row.reason:
+            result["reason"] = row.reason
+        results.append(result)
+        lines.append(f"{path}/run-{run}: {row.status} {json.dumps(row.metrics, default=str)}\n")
+    failed = sum(1 for r in data.rows if r.status != "ok")
+    if failed:
+        print(f"[perfsnake] {c.name}: {failed} of {len(data.rows)} imported runs FAILED in {data.tool}'s own results",
+              file=sys.stderr, flush=True)  # fmt: skip
+    return results, lines

@@ -508,8 +508,11 @@ class Plot:
                 wrap = True  # refused at campaign load; only reachable from Python
         if facets and not wrap:
             figure = inner.facet(**facets)
-            if self.many_metrics or self.spec.get("resolve_y") == "independent":
-                figure = figure.resolve_scale(y="independent")
+            resolve = {"y": "independent"} if self.many_metrics or self.spec.get("resolve_y") == "independent" else {}
+            if self.spec.get("resolve_x") == "independent":
+                resolve["x"] = "independent"
+            if resolve:  # one call: a second resolve_scale replaces the first
+                figure = figure.resolve_scale(**resolve)
         else:
             figure = inner  # type: ignore[assignment]
         figure = figure.properties(title=self.title(table, interval))

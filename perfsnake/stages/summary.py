@@ -116,11 +116,20 @@ def report(index: CampaignIndex, config: dict, succeeded: bool) -> int:
         gates = _gate_counts(o.campaign)
         if gates:
             lines.append(f"    gates: {gates} (`perfsnake check` lists the others and fails on a failed gate)")
-    bad = sum(o.bad for o in found)
+    # Imported runs were measured by another tool: nothing here can re-run them.
+    bad = sum(o.bad for o in found if not index.campaigns[o.campaign].imported)
+    bad_imported = sum(o.bad for o in found if index.campaigns[o.campaign].imported)
     strict = strict_mode(config)
+    note = " (strict mode: exit status 1)" if strict else ""
     if bad:
-        lines.append(f"  {bad} run(s) failed, timed out or did not parse: `perfsnake failed` lists them, `make rerun-failed` re-runs them"
-                     + (" (strict mode: exit status 1)" if strict else ""))  # fmt: skip
+        lines.append(
+            f"  {bad} run(s) failed, timed out or did not parse: `perfsnake failed` lists them, `make rerun-failed` re-runs them{note}"
+        )
+    if bad_imported:
+        lines.append(
+            f"  {bad_imported} imported run(s) failed in their own tool (status and reason in the campaign CSV; re-measure with that tool){note}"
+        )
+    bad += bad_imported
     print("\n".join(lines), flush=True)
     return 1 if strict and bad else 0
 

@@ -333,15 +333,22 @@ def landing_fragment(
 ) -> str:
     """One campaign on the report's landing page: description, counts, machine, files."""
     name = str(info["name"])
+    imported: Mapping[str, str] = info.get("imported") or {}  # type: ignore[assignment]
     counts = [
         ("records", info.get("records")),
         ("runs (ok / failed / timeout)", f"{metadata.get('runs', '?')} ({metadata.get('runs_ok', '?')} / {metadata.get('runs_failed', '?')} / {metadata.get('runs_timeout', '?')})"),
-        ("duration", f"{metadata.get('total_duration_s', '?')} s (benchmark time {metadata.get('total_benchmark_time_s', '?')} s)"),
-        ("benchmark", info.get("benchmark")),
+        ("duration", f"{metadata.get('total_duration_s', '?')} s (benchmark time {metadata.get('total_benchmark_time_s', '?')} s)"
+         if not imported else "not recorded (measured by another tool)"),
+        ("benchmark", info.get("benchmark") if not imported else f"imported from {imported['imported_tool']}: {imported['imported_files']}"),
         ("variables", ", ".join(f"{v} ({len(info.get('values', {}).get(v, []))})" for v in info.get("variables", []))),  # type: ignore[attr-defined]
         ("campaign file", info.get("file")),
     ]  # fmt: skip
-    machine = [(k, metadata[k]) for k in MACHINE_KEYS if k in metadata]
+    # An imported campaign's machine is what its tool recorded, not this one.
+    machine = (
+        [(k, v) for k, v in imported.items() if not k.startswith("imported_")]
+        if imported
+        else [(k, metadata[k]) for k in MACHINE_KEYS if k in metadata]
+    )
     where = "".join(f"<li><tt>{html.escape(f)}</tt></li>" for f in files)
     return (
         f"<h2>{html.escape(name)}</h2>\n<p>{html.escape(description or 'No description.')}</p>\n"
@@ -363,7 +370,9 @@ def write_pages(
     name = str(info["name"])
     metadata = json.loads(Path(rows_json).read_text()).get("metadata", {})
     files = [f"{name}.csv (every run, metadata above the header)", f"{name}.json", "summary.csv", "summary.md / .tex / .org (tables to paste)",
-             "comparisons.csv", "significant.md", "plots/*.svg, .png, .pdf", "runs/<record>/run-<i>/ (stdout, stderr, result.json)", "commands.sh"]  # fmt: skip
+             "comparisons.csv", "significant.md", "plots/*.svg, .png, .pdf"]  # fmt: skip
+    if not info.get("imported"):
+        files += ["runs/<record>/run-<i>/ (stdout, stderr, result.json)", "commands.sh"]
     Path(out["landing"]).write_text(landing_fragment(info, metadata, description, files))
     machine = [(k, v) for k, v in metadata.items() if k not in ("metric_units",)]
     Path(out["machine"]).write_text(html_page(f"{name}: machine and run metadata", _rows_table(machine)))
