@@ -80,19 +80,32 @@ def test_a_missing_tracepoint_is_named():
     assert capabilities.missing_tracepoint(("sched:sched_switch", "sched:no_such_event")) == "sched:no_such_event"
 
 
+# A thread preempted by another, woken after sleeping, migrated once.
+EVENTS = [
+    ("a", 10, 0, 1.000, "sched:sched_switch", {"prev_pid": "0", "prev_state": "R", "next_comm": "a", "next_pid": "10"}),
+    ("a", 10, 0, 1.001, "sched:sched_process_fork", {"pid": "10", "child_pid": "11", "child_comm": "a"}),
+    ("a", 10, 0, 1.002, "sched:sched_switch", {"prev_comm": "a", "prev_pid": "10", "prev_state": "R", "next_comm": "a", "next_pid": "11"}),
+    ("a", 11, 0, 1.004, "sched:sched_switch", {"prev_comm": "a", "prev_pid": "11", "prev_state": "S", "next_comm": "a", "next_pid": "10"}),
+    ("a", 10, 0, 1.005, "sched:sched_waking", {"pid": "11", "target_cpu": "1"}),
+    ("a", 10, 0, 1.005, "sched:sched_migrate_task", {"pid": "11", "orig_cpu": "0", "dest_cpu": "1"}),
+    ("x", 0, 1, 1.006, "sched:sched_switch", {"prev_pid": "0", "prev_state": "R", "next_comm": "a", "next_pid": "11"}),
+    ("a", 11, 1, 1.008, "sched:sched_switch", {"prev_comm": "a", "prev_pid": "11", "prev_state": "X", "next_pid": "0"}),
+    ("a", 10, 0, 1.010, "sched:sched_switch", {"prev_comm": "a", "prev_pid": "10", "prev_state": "X", "next_pid": "0"}),
+]  # fmt: skip
+
+
+EXEC_EVENT = (
+    "a",
+    11,
+    1,
+    1.007,
+    "sched:sched_process_exec",
+    {"filename": "/bin/prog", "pid": "11", "old_pid": "11"},
+)
+
+
 def test_analysis_of_a_recorded_event_stream():
-    # A thread preempted by another, woken after sleeping, migrated once.
-    ev = [
-        ("a", 10, 0, 1.000, "sched:sched_switch", {"prev_pid": "0", "prev_state": "R", "next_comm": "a", "next_pid": "10"}),
-        ("a", 10, 0, 1.001, "sched:sched_process_fork", {"pid": "10", "child_pid": "11", "child_comm": "a"}),
-        ("a", 10, 0, 1.002, "sched:sched_switch", {"prev_comm": "a", "prev_pid": "10", "prev_state": "R", "next_comm": "a", "next_pid": "11"}),
-        ("a", 11, 0, 1.004, "sched:sched_switch", {"prev_comm": "a", "prev_pid": "11", "prev_state": "S", "next_comm": "a", "next_pid": "10"}),
-        ("a", 10, 0, 1.005, "sched:sched_waking", {"pid": "11", "target_cpu": "1"}),
-        ("a", 10, 0, 1.005, "sched:sched_migrate_task", {"pid": "11", "orig_cpu": "0", "dest_cpu": "1"}),
-        ("x", 0, 1, 1.006, "sched:sched_switch", {"prev_pid": "0", "prev_state": "R", "next_comm": "a", "next_pid": "11"}),
-        ("a", 11, 1, 1.008, "sched:sched_switch", {"prev_comm": "a", "prev_pid": "11", "prev_state": "X", "next_pid": "0"}),
-        ("a", 10, 0, 1.010, "sched:sched_switch", {"prev_comm": "a", "prev_pid": "10", "prev_state": "X", "next_pid": "0"}),
-    ]  # fmt: skip
+    ev = EVENTS
     t = sched.analyse(ev, 10)
     by = {x["tid"]: x for x in t["threads"]}
     assert by[10]["runtime_ms"] == pytest.approx(2 + 6) and by[10]["wait_ms"] == pytest.approx(
@@ -103,17 +116,22 @@ def test_analysis_of_a_recorded_event_stream():
     assert by[11]["cpus"] == [0, 1] and by[11]["migrations"] == 1 and t["totals"]["sched.cpus_used"] == 2
     # The same thread having exec'd a program once it ran on CPU 1 (taskset
     # pinning itself, then becoming the benchmark): placement counts from there.
-    exec_event = (
-        "a",
-        11,
-        1,
-        1.007,
-        "sched:sched_process_exec",
-        {"filename": "/bin/prog", "pid": "11", "old_pid": "11"},
-    )
-    t = sched.analyse([*ev[:7], exec_event, *ev[7:]], 10)
+    t = sched.analyse([*ev[:7], EXEC_EVENT, *ev[7:]], 10)
     by = {x["tid"]: x for x in t["threads"]}
     assert by[11]["cpus"] == [1] and by[11]["migrations"] == 0 and by[11]["runtime_ms"] == pytest.approx(2 + 2)
+    assert by[11]["exec_ms"] == pytest.approx(7) and "exec_ms" not in by[10]
+
+
+def test_the_gantt_greys_what_ran_before_the_programs_exec(tmp_path):
+    timeline = sched.analyse([*EVENTS[:7], EXEC_EVENT, *EVENTS[7:]], 10)
+    (tmp_path / sched.JSON_FILE).write_text(json.dumps(timeline))
+    from perfsnake.stages.sched import draw_gantt
+
+    draw_gantt(tmp_path, [tmp_path / "g.svg"], "t")
+    svg = (tmp_path / "g.svg").read_text()
+    # thread 11's slice on CPU 0 came before its exec; its move to CPU 1 is not drawn
+    assert "before exec" in svg and "grey: before the program" in svg and "#c7c7c7" in svg
+    assert svg.count('stroke="#d62728"') == 0
 
 
 @pytest.mark.e2e

@@ -247,7 +247,8 @@ def analyse(
                     "migrations_after_pin": sum(m["tid"] == t and float(m["t"]) > pinned[t][1] and m["to"] != pinned[t][0]  # type: ignore[arg-type]
                                                 for m in migrations),
                     "cpus_after_pin": sorted({int(s["cpu"]) for s in slices if s["tid"] == t and float(s["start"]) >= pinned[t][1]})}  # type: ignore[call-overload, arg-type]
-                   if t in pinned else {})} for t in seen]  # fmt: skip
+                   if t in pinned else {}),
+                **({"exec_ms": after_exec[t]} if t in execs else {})} for t in seen]  # fmt: skip
     totals = {
         "sched.threads": len(threads),
         "sched.runtime_ms": sum(t["runtime_ms"] for t in threads),

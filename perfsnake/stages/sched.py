@@ -3,6 +3,7 @@ threads from its sched_timeline recording (perfsnake.instruments.sched)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +18,10 @@ ROW_PX = 18
 #: 560-pixel-wide chart cannot show more anyway.
 MAX_BARS = 5000
 MAX_POINTS = 2000
+PRE_EXEC = -1
+BEFORE_EXEC = "before exec"
+#: category10 without red (the migration ticks) and grey ("before exec"): the CPUs
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
 
 
 def merge_slices(slices: pd.DataFrame, limit: int = MAX_BARS) -> tuple[pd.DataFrame, float]:
@@ -55,18 +60,31 @@ def draw_gantt(run_dir: Path, outputs: Sequence[Path], title: str) -> None:
     else:
         label = {t["tid"]: f"{t['name']}[{t['tid']}]" for t in timeline["threads"]}
         order = [label[t["tid"]] for t in timeline["threads"]]
-        slices, merged = merge_slices(pd.DataFrame(timeline["slices"]))
+        # Before its last exec a thread was the wrapper that started the
+        # program (taskset pinning itself, a shell): grey, and its moves are
+        # not the program's (the counts leave them out too).
+        execs = {t["tid"]: float(t["exec_ms"]) for t in timeline["threads"] if "exec_ms" in t}
+        frame = pd.DataFrame(timeline["slices"])
+        frame.loc[frame["end"] <= frame["tid"].map(execs).fillna(-math.inf), "cpu"] = PRE_EXEC
+        slices, merged = merge_slices(frame)
         slices["thread"] = slices["tid"].map(label)
-        slices["cpu"] = slices["cpu"].map(lambda c: f"CPU {c}")
+        cpus = sorted(c for c in slices["cpu"].unique() if c != PRE_EXEC)
+        slices["cpu"] = slices["cpu"].map(lambda c: BEFORE_EXEC if c == PRE_EXEC else f"CPU {c}")
+        domain = [f"CPU {c}" for c in cpus] + ([BEFORE_EXEC] if (slices["cpu"] == BEFORE_EXEC).any() else [])
+        palette = [PALETTE[i % len(PALETTE)] for i in range(len(cpus))] + ["#c7c7c7"] * (len(domain) - len(cpus))
         y = alt.Y("thread:N", sort=order, title=None)
         bars = alt.Chart(slices).mark_bar(height=ROW_PX * 0.7).encode(
             x=alt.X("start:Q", title="time since the first slice (ms)"), x2="end:Q", y=y,
-            color=alt.Color("cpu:N", title="CPU"), tooltip=["thread", "cpu", "start", "end"],
+            color=alt.Color("cpu:N", title="CPU", scale=alt.Scale(domain=domain, range=palette), sort=domain),
+            tooltip=["thread", "cpu", "start", "end"],
         )  # fmt: skip
         layers: list[alt.Chart] = [bars]
         marks = (("migrations", "#d62728", "tick"), ("wakeups", "#222222", "point"))
         for key, colour, kind in marks:
-            frame = thin(pd.DataFrame([e for e in timeline[key] if e["tid"] in label]))
+            events = [e for e in timeline[key] if e["tid"] in label]
+            if key == "migrations":
+                events = [e for e in events if float(e["t"]) > execs.get(e["tid"], -math.inf)]
+            frame = thin(pd.DataFrame(events))
             if len(frame):
                 frame["thread"] = frame["tid"].map(label)
                 mark = alt.Chart(frame).mark_tick(color=colour, thickness=2, size=ROW_PX) if kind == "tick" else \
@@ -81,6 +99,7 @@ def draw_gantt(run_dir: Path, outputs: Sequence[Path], title: str) -> None:
         totals = timeline["totals"]
         subtitle = (f"{totals['sched.threads']} threads, {totals['sched.migrations']} migrations (red), "
                     f"{totals['sched.cpus_used']} CPUs; dots: wake-ups" + ("; triangles: pinned by the placement daemon" if len(pins) else "")
+                    + ("; grey: before the program's exec" if BEFORE_EXEC in domain else "")
                     + (f"; {len(timeline['slices']):,} slices drawn as {len(slices):,} bars (gaps under {merged:.3g} ms merged)" if merged else ""))  # fmt: skip
         figure = alt.layer(*layers).properties(
             width=560, height=max(60, ROW_PX * len(order)), title=alt.TitleParams(title, subtitle=subtitle)
