@@ -240,6 +240,8 @@ class Campaign:
     plots: list[dict]
     instruments: Instruments
     compare: list[tuple[str, str]] = field(default_factory=list)
+    #: earlier result directories or artifact zips compared with this campaign's results
+    compare_with: list[str] = field(default_factory=list)
     precision: dict | None = None
     #: bisection over a commit range (perfsnake.bisect): metric, threshold, variable
     bisect: dict | None = None
@@ -695,6 +697,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         plots=plots,
         instruments=instruments,
         compare=compare,
+        compare_with=_compare_with(data.get("compare_with") or [], origin),
         precision=precision,
         bisect=bisect,
         platform=platform,
@@ -703,6 +706,23 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     )
     campaign.by_path = {r.path: r for r in records}
     return campaign
+
+
+def _compare_with(paths: list[str], origin: str) -> list[str]:
+    """Earlier results to compare with: each a result directory holding its
+    campaign's CSV, or an artifact zip (read when the comparison is made)."""
+    import zipfile
+
+    for i, raw in enumerate(paths):
+        path = Path(raw)
+        if path.is_dir():
+            if not (path / f"{path.name}.csv").exists():
+                raise CampaignError(
+                    origin, f"compare_with[{i}]", f"{raw}: no {path.name}.csv (not a results/<campaign>/ directory)"
+                )
+        elif not (path.is_file() and zipfile.is_zipfile(path)):
+            raise CampaignError(origin, f"compare_with[{i}]", f"{raw}: no such result directory or artifact zip")
+    return list(paths)
 
 
 def _imported_records(benchmark: Benchmark, raw: dict, data: dict, origin: str) -> int:

@@ -183,18 +183,27 @@ def markdown(sides: list[Side], table: pd.DataFrame, differences: list[dict[str,
     return "\n".join(lines) + "\n"
 
 
-def main(paths: list[str], output: str | None) -> int:
+def load_sides(paths: list[str]) -> list[Side]:
     if len(paths) < 2:
         raise CompareError("give two or more result directories or artifact zips")
-    sides = [load_side(Path(p)) for p in paths]
+    return [load_side(Path(p)) for p in paths]
+
+
+def write(sides: list[Side], out: Path | None) -> tuple[pd.DataFrame, list[dict[str, str]], str]:
+    """The table, what differs in the metadata, and the Markdown; written
+    into `out` (compare.csv, compare.md, metadata_differences.csv) when given."""
     table = compare(sides)
     differences = metadata_differences(sides)
     text = markdown(sides, table, differences)
-    if output:
-        out = Path(output)
+    if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         table.to_csv(out / "compare.csv", index=False)
         pd.DataFrame(differences).to_csv(out / "metadata_differences.csv", index=False)
         (out / "compare.md").write_text(text)
+    return table, differences, text
+
+
+def main(paths: list[str], output: str | None) -> int:
+    text = write(load_sides(paths), Path(output) if output else None)[2]
     print(text, end="")
     return 0

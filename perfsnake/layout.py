@@ -175,6 +175,11 @@ def report_targets(campaign: str, overhead: bool, flamegraphs: bool) -> list[str
     return [*table_files(campaign), *(page(campaign, n) for n in names)]
 
 
+def compare_outputs(campaign: str) -> list[str]:
+    """`compare_with`: the table, its Markdown and what differs in the metadata."""
+    return [f"{RESULTS}/{campaign}/compare/{n}" for n in ("compare.csv", "compare.md", "metadata_differences.csv")]
+
+
 def precision_round(campaign: str, round_number: int | str) -> str:
     return f"{RESULTS}/{campaign}/precision/round-{round_number}.json"
 

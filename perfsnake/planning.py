@@ -13,6 +13,7 @@ import json
 import math
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from perfsnake import hostlock, layout
 from perfsnake.benchmarks.base import Benchmark, source_key
@@ -109,6 +110,8 @@ class CampaignIndex:
         targets += [layout.summary(name), layout.comparisons(name), layout.significant(name), layout.gates(name)]
         if self.controls(name):
             targets.append(layout.overhead(name))
+        if c.compare_with:
+            targets += [*layout.compare_outputs(name), layout.page(name, "compare")]
         for plot in c.plots:
             targets += [layout.plot(name, plot["name"], ext) for ext in ("svg", "png", "pdf")]
         if c.bisect:
@@ -287,6 +290,14 @@ class CampaignIndex:
             if p["name"] == plot:
                 return json.dumps(p, sort_keys=True)
         raise KeyError(plot)
+
+    def compare_inputs(self, name: str) -> list[str]:
+        """The files `compare_with` reads: each directory's CSV, or the zip."""
+        out = []
+        for raw in self.campaigns[name].compare_with:
+            path = Path(raw)
+            out.append(str(path / f"{path.name}.csv") if path.is_dir() else raw)
+        return out
 
     def baseline_inputs(self, name: str) -> list[str]:
         """Earlier result directories the campaign's gates compare with (their results.json)."""

@@ -47,6 +47,36 @@ rule overhead:
         "../scripts/overhead.py"
 
 
+# The campaign against earlier results of its parameter space (`compare_with`:
+# result directories or artifact zips from other dates or hosts), earliest
+# first (perfsnake.compare), with a report page.
+rule compare_with:
+    input:
+        csv="results/{campaign}/{campaign}.csv",
+        earlier=lambda wildcards: INDEX.compare_inputs(wildcards.campaign),
+        code=layout.package_code("compare.py", "stages/tables.py"),
+    output:
+        csv="results/{campaign}/compare/compare.csv",
+        md="results/{campaign}/compare/compare.md",
+        differences="results/{campaign}/compare/metadata_differences.csv",
+        page=report(
+            "results/{campaign}/report/compare.html",
+            caption="../workflow/report/compare.rst",
+            category="{campaign}",
+            subcategory="statistics",
+            labels={"page": "compared with earlier results"},
+        ),
+    log:
+        "results/{campaign}/logs/compare_with.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        earlier=lambda wildcards: INDEX.campaigns[wildcards.campaign].compare_with,
+    script:
+        "../scripts/compare.py"
+
+
 # Regression view of a campaign whose variable is a commit range: the steps
 # along the range, then one figure per metric (perfsnake.stages.regression).
 rule regression_steps:

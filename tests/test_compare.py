@@ -16,7 +16,7 @@ from perfsnake.compare import CompareError, load_side
 pytestmark = pytest.mark.e2e
 
 
-def run_side(workdir, base: int, env_path: str | None = None) -> None:
+def run_side(workdir, base: int, env_path: str | None = None, **extra: object) -> None:
     counter = workdir / "counter"
     command = f"n=$(cat {counter} 2>/dev/null || echo 0); echo $((n + 1)) > {counter}; echo value=$(({base} + n % 3))"
     camp = write_campaign(workdir, {
@@ -24,6 +24,7 @@ def run_side(workdir, base: int, env_path: str | None = None) -> None:
         "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=(\d+)"}},
         "variables": {"x": [1]},
         "nb_runs": 6,
+        **extra,
     })  # fmt: skip
     env = None if env_path is None else {"PATH": env_path}
     snakemake(workdir, camp, "--cores", "1", "all", env=env)
@@ -70,3 +71,23 @@ def test_artifact_zips_and_bad_sides(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "perfsnake", "compare", str(a / "results/cmp"), str(other / "results/zzz")],
                           cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "no zzz.csv" in proc.stderr
+
+
+def test_compare_with_earlier_results_makes_a_table_and_a_report_page(tmp_path):
+    earlier, now = tmp_path / "earlier", tmp_path / "now"
+    earlier.mkdir()
+    now.mkdir()
+    run_side(earlier, 10)
+    # A path that is neither a result directory nor a zip: one line, before anything runs.
+    bad = write_campaign(now, {"name": "cmp", "benchmark": {"type": "command", "command": "echo value=1",
+                                "metrics": {"value": r"value=(\d+)"}}, "compare_with": [str(now / "nope")]})  # fmt: skip
+    proc = snakemake(now, bad, "--cores", "1", "all", check=False)
+    assert proc.returncode != 0 and "compare_with[0]: " in proc.stderr and "no such result directory" in proc.stderr
+    assert not (now / "results").exists()
+    run_side(now, 20, compare_with=[str(earlier / "results/cmp")])
+    table = pd.read_csv(now / "results/cmp/compare/compare.csv")
+    later = table[(table["side"] == 2) & (table["metric"] == "value")].iloc[0]
+    assert later["mean"] == pytest.approx(21) and later["ratio"] == pytest.approx(21 / 11)
+    page = (now / "results/cmp/report/compare.html").read_text()
+    assert "compared with earlier results" in page and "What differs between the sides" in page
+    assert str(earlier / "results/cmp") in page

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
+    from perfsnake.compare import Side
+
 STAT_COLUMNS = {
     "mean": ("mean", "mean_ci_low", "mean_ci_high"),
     "median": ("median", "median_ci_low", "median_ci_high"),
@@ -221,6 +223,28 @@ def frame_html(frame: pd.DataFrame) -> str:
         if pd.api.types.is_float_dtype(shown[col]):
             shown[col] = shown[col].map(lambda v: number(v) if v == v else "")
     return shown.to_html(index=False, border=0, na_rep="", escape=True)
+
+
+def write_compare_page(
+    sides: Sequence[Side], table: pd.DataFrame, differences: Sequence[Mapping[str, str]], out: Path
+) -> None:
+    """The compare_with page: the sides, what differs between them, the table
+    (records with a significant difference first)."""
+    import pandas as pd
+
+    items = "".join(f"<li>side {i + 1}: {html.escape(str(s.label))}</li>" for i, s in enumerate(sides))
+    diff = frame_html(pd.DataFrame(differences)) if differences else "<p>Nothing in the metadata differs.</p>"
+    shown = table.drop(columns=["label"], errors="ignore")
+    if "significant" in shown:
+        # A record's sides stay together; records with a significant difference first.
+        keys = list(shown.columns[: list(shown.columns).index("side")])
+        flag = shown["significant"].map(lambda v: v is True or v == "True")
+        shown = shown.assign(_later=~flag.groupby([shown[k] for k in keys]).transform("any"))
+        shown = shown.sort_values("_later", kind="stable").drop(columns="_later")
+        shown["significant"] = shown["significant"].map(lambda v: "" if v is None or v != v else str(v))
+    body = (f"<ol style='list-style:none;padding:0'>{items}</ol><h4>What differs between the sides</h4>{diff}"
+            f"<h4>Per record and metric (ratio to side 1, Holm-adjusted p; significant rows first)</h4>{frame_html(shown)}")  # fmt: skip
+    out.write_text(html_page(f"{sides[-1].campaign}: compared with earlier results", body))
 
 
 def csv_html(source: Path, out: Path, title: str, significant_first: bool = False) -> None:
