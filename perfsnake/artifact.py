@@ -484,7 +484,7 @@ def build(config: dict, overrides: list[str], output: str | None, allow_failed: 
     from perfsnake.planning import index_from_config
 
     plan = index_from_config(config)
-    mains = [c for c in plan.campaigns.values() if not c.control_of]
+    mains = [c for c in plan.campaigns.values() if not c.control_of and not c.why_of]
     if len(mains) != 1:
         names = ", ".join(c.name for c in mains)
         raise ArtifactError(

@@ -240,6 +240,8 @@ class Campaign:
     plots: list[dict]
     instruments: Instruments
     compare: list[tuple[str, str]] = field(default_factory=list)
+    #: for the derived campaign of profiled runs (`profile_differences`): the campaign it explains
+    why_of: str | None = None
     #: earlier result directories or artifact zips compared with this campaign's results
     compare_with: list[str] = field(default_factory=list)
     precision: dict | None = None
@@ -807,9 +809,42 @@ def control_campaigns(c: Campaign) -> list[Campaign]:
     return out
 
 
+def why_campaign(c: Campaign) -> Campaign | None:
+    """The profiled runs of `profile_differences`: the same records with perf
+    record added (or the campaign's own perf_record), under
+    results/<name>__why/, run only for the pairs the statistics pick and never
+    part of them."""
+    spec = c.data.get("profile_differences")
+    if spec is None:
+        return None
+    from perfsnake.instruments.profiling import PerfRecord
+    from perfsnake.machine import capabilities
+
+    if c.imported:
+        raise CampaignError(c.origin, "profile_differences", "an imported campaign has no runs to profile")
+    problem = capabilities.sampling_problem()
+    if problem:
+        raise CampaignError(c.origin, "profile_differences", f"perf cannot sample here: {problem}")
+    instruments = c.instruments
+    if not instruments.uses("perf_record"):
+        options = {k: spec[k] for k in ("event", "frequency", "call_graph")}
+        recorder = PerfRecord({"type": "perf_record", **options}, c.origin, "profile_differences")
+        recorder.check([r.values for r in c.records], c.variables)
+        # innermost: it samples the benchmark, not the other wrappers
+        instruments = dataclasses.replace(instruments, wrappers=[*instruments.wrappers, recorder])
+    derived = dataclasses.replace(
+        c, name=f"{c.name}__why", instruments=instruments, plots=[], compare=[], nb_runs=int(spec["runs"]),
+        precision=None, bisect=None, references=[], compare_with=[], why_of=c.name,
+        data={**c.data, "control": False, "compare": [], "plots": [], "profile_differences": None},
+    )  # fmt: skip
+    derived.by_path = c.by_path
+    return derived
+
+
 def load_campaigns(paths: list[str], origin: str = "config") -> list[Campaign]:
     campaigns = [load_campaign(p) for p in paths]
     campaigns += [d for c in list(campaigns) for d in control_campaigns(c)]
+    campaigns += [w for c in list(campaigns) if (w := why_campaign(c)) is not None]
     seen: dict[str, str] = {}
     for c in campaigns:
         if c.name in seen:

@@ -175,6 +175,23 @@ def report_targets(campaign: str, overhead: bool, flamegraphs: bool) -> list[str
     return [*table_files(campaign), *(page(campaign, n) for n in names)]
 
 
+def why_dir(campaign: str) -> str:
+    return f"{RESULTS}/{campaign}/why"
+
+
+def why_report(campaign: str) -> str:
+    """`profile_differences`: every picked difference with its profile's table."""
+    return f"{why_dir(campaign)}/why.md"
+
+
+def why_pairs(campaign: str) -> str:
+    return f"{why_dir(campaign)}/pairs.json"
+
+
+def why_symbols(campaign: str, flat_a: str, flat_b: str) -> str:
+    return f"{why_dir(campaign)}/{flat_a}~vs~{flat_b}.csv"
+
+
 def compare_outputs(campaign: str) -> list[str]:
     """`compare_with`: the table, its Markdown and what differs in the metadata."""
     return [f"{RESULTS}/{campaign}/compare/{n}" for n in ("compare.csv", "compare.md", "metadata_differences.csv")]

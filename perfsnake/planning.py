@@ -106,12 +106,16 @@ class CampaignIndex:
         c = self.campaigns[name]
         if c.control_of:
             return [layout.results_json(name)]  # compared in the controlled campaign's overhead.csv
+        if c.why_of:
+            return []  # its runs are asked for by the pairs the statistics pick (rules/why.smk)
         targets = [layout.csv(name), layout.rows_json(name), layout.commands(name)]
         targets += [layout.summary(name), layout.comparisons(name), layout.significant(name), layout.gates(name)]
         if self.controls(name):
             targets.append(layout.overhead(name))
         if c.compare_with:
             targets += [*layout.compare_outputs(name), layout.page(name, "compare")]
+        if c.data.get("profile_differences"):
+            targets += [layout.why_report(name), layout.page(name, "why")]
         for plot in c.plots:
             targets += [layout.plot(name, plot["name"], ext) for ext in ("svg", "png", "pdf")]
         if c.bisect:
@@ -130,6 +134,8 @@ class CampaignIndex:
         """Post-processing products the campaign's instruments declare (flame graphs...)."""
         c = self.campaigns[name]
         targets: list[str] = []
+        if c.why_of:
+            return targets  # only the pairs' folded stacks and differential graphs (rules/why.smk)
         for instrument in c.instruments.all():
             targets += instrument.targets(name, [r.path for r in c.records], c.nb_runs, c.compare)
         return targets
@@ -188,7 +194,7 @@ class CampaignIndex:
         """The marker a campaign's runs wait for (a control campaign shares the
         one of the campaign it controls, as their runs interleave)."""
         c = self.campaigns[name]
-        return layout.builds_ready(c.control_of[0] if c.control_of else name)
+        return layout.builds_ready(c.control_of[0] if c.control_of else c.why_of or name)
 
     def run_runtime(self) -> int:
         """Minutes a run job may take (a cluster's wall-time limit): the longest
@@ -353,6 +359,7 @@ def campaign_info(c: Campaign) -> dict[str, object]:
         "regression_metrics": c.regression_metrics() if c.version_variables else [],
         "values": {v: list(dict.fromkeys(value_text(r.values[v]) for r in c.records)) for v in c.variables},
         "imported": imported_metadata(c),
+        "profile_differences": c.data.get("profile_differences"),
     }
 
 

@@ -17,6 +17,7 @@ from perfsnake.errors import CampaignError
 from perfsnake.stages import profile as profile_stage
 from perfsnake.stages import run as run_stage
 from perfsnake.stages import summary as summary_stage
+from perfsnake.stages import why as why_stage
 
 # The collect and precision stages import numpy, scipy and ruptures (seconds
 # of start-up); they are imported when one of their jobs or input functions
@@ -117,6 +118,12 @@ def collect_input(wildcards):
     from perfsnake.stages import precision as precision_stage
 
     return precision_stage.collect_inputs(INDEX, decision_file, wildcards.campaign)
+
+
+def why_report_inputs(wildcards):
+    """The pairs the why_pairs checkpoint picked, their graphs and tables."""
+    pairs = checkpoints.why_pairs.get(campaign=wildcards.campaign).output[0]
+    return [pairs, *why_stage.report_inputs(wildcards.campaign, pairs)]
 
 
 def precision_final(wildcards):

@@ -228,11 +228,22 @@ class PerfRecord(Wrapper):
 
     kind = "perf_record"
     observer = True
-    options: dict[str, object] = {"frequency": 999, "call_graph": "fp", "spin": None}
+    options: dict[str, object] = {"frequency": 999, "call_graph": "fp", "spin": None, "event": None}
     MODES = ("fp", "dwarf", "lbr", "none")
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         self.require_tool("perf", "linux-perf")
+        event = self.spec["event"]
+        if event is not None:
+            if not isinstance(event, str) or not re.fullmatch(r"[A-Za-z0-9_.:/,=-]+", event):
+                raise self.fail(f"expected an event name, got {event!r}", "event")
+            if needs_pmu(resolve_event(event)) and not capabilities.hardware_pmu():
+                raise self.fail(f"{event!r} needs a hardware PMU, which this machine lacks (sample on cpu-clock or "
+                                "task-clock instead)", "event")  # fmt: skip
+            if unknown_event(resolve_event(event)):
+                raise self.fail(
+                    f"perf does not know the event {event!r} on this machine (`perf list` shows them)", "event"
+                )
         spin = self.spec["spin"]
         if spin is not None:
             try:
@@ -276,6 +287,8 @@ class PerfRecord(Wrapper):
         freq = text(ctx.params, "perf_frequency", self.spec["frequency"])
         mode = text(ctx.params, "perf_call_graph", self.spec["call_graph"])
         argv = ["perf", "record", "-F", str(freq), "-o", RECORD_FILE, "--quiet"]
+        if self.spec["event"] is not None:
+            argv += ["-e", resolve_event(str(self.spec["event"]))]
         if mode != "none":
             argv += ["--call-graph", str(mode)]
         return [*argv, "--"]

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsnake import gates
-from perfsnake.escape import value_text
+from perfsnake import gates, why
+from perfsnake.escape import record_path, value_text
 from perfsnake.modes import two_modes
 from perfsnake.schema import schema_defaults
 from perfsnake.stats import spread_flags, summarise, trend, welch_on_subsessions
@@ -219,6 +219,9 @@ def comparison_rows(results: list[dict], info: Mapping[str, object]) -> list[dic
             rows.append({
                 "metric": metric, "variable": var, "a": a[variables.index(var)], "b": b[variables.index(var)],
                 "fixed": ", ".join(f"{k}={v}" for k, v in fixed.items()),
+                # where each side's runs are (runs/<record>/), for tools that follow a difference up
+                "record_a": record_path(dict(zip(variables, a, strict=True)), variables),
+                "record_b": record_path(dict(zip(variables, b, strict=True)), variables),
                 "n_a": len(samples[a]), "n_b": len(samples[b]), "subsession_size": size,
                 **comp.__dict__, "alpha": opts["alpha"], "confidence": opts["confidence"],
             })  # fmt: skip
@@ -261,9 +264,12 @@ def write_significant(
     summary: list[dict[str, object]] | None = None,
     verdicts: list[dict[str, object]] | None = None,
     adjacent: list[dict[str, object]] | None = None,
+    profiled: list[dict[str, object]] | None = None,
 ) -> None:
-    """A short Markdown list of the significant differences, largest first,
-    then the records with stability warnings."""
+    """A short Markdown list of the significant differences, largest first
+    (those `profile_differences` explains say where), then the records with
+    stability warnings."""
+    explained = {(str(r["metric"]), str(r["record_a"]), str(r["record_b"])) for r in profiled or []}
     sig = sorted(
         (r for r in rows if r["significant"]),
         key=lambda r: (
@@ -287,7 +293,9 @@ def write_significant(
             f"- {r['metric']}: {r['variable']} {r['b']} vs {r['a']} ({r['fixed'] or 'no other variable'}): "
             f"{float(r['relative_difference']):+.2%}, p = {float(r['p_value']):.3g}, adjusted p = {float(r.get('p_adjusted', r['p_value'])):.3g}, "  # type: ignore[arg-type]
             f"difference CI [{float(r['diff_ci_low']):.4g}, {float(r['diff_ci_high']):.4g}]"  # type: ignore[arg-type]
-        )
+            + (" - why: differential profile in why/why.md"
+               if (str(r["metric"]), str(r.get("record_a")), str(r.get("record_b"))) in explained else "")
+        )  # fmt: skip
     if adjacent:
         lines += ["", "## Adjacent versions", "", "Each version against the one before it (range order):", ""]
     for r in adjacent or []:
@@ -381,6 +389,7 @@ def analyse(
         [{**{v: r[v] for v in variables}, "metric": r["metric"], "flags": r["flags"]} for r in rows],
         verdicts,
         adjacent_versions(comps, info),
+        why.pick(comps, int(spec["top"])) if (spec := info.get("profile_differences")) else None,  # type: ignore[index]
     )
 
 

@@ -90,7 +90,7 @@ def _as_list(value: object) -> list[object]:
 def outcomes(index: CampaignIndex) -> list[Outcome]:
     out = []
     for name, c in index.campaigns.items():
-        if c.control_of:
+        if c.control_of or c.why_of:
             continue
         files = [p for p in (layout.csv(name), layout.summary(name), layout.significant(name)) if Path(p).exists()]
         files += [p for plot in c.plots for p in [layout.plot(name, plot["name"], "png")] if Path(p).exists()]

@@ -1,0 +1,62 @@
+# Why it changed (`profile_differences`): after the statistics, a checkpoint
+# picks the largest significant differences; profiled runs of both sides
+# (campaign <name>__why, never in the statistics) give each a differential
+# flame graph and a table of the functions whose share changed most
+# (perfsnake.stages.why).
+why_spec = lambda w: json.dumps(why_stage.spec_of(INDEX, w.campaign), sort_keys=True)
+
+
+checkpoint why_pairs:
+    input:
+        comparisons="results/{campaign}/comparisons.csv",
+        code=layout.package_code("why.py", "stages/why.py"),
+    output:
+        "results/{campaign}/why/pairs.json",
+    log:
+        "results/{campaign}/logs/why_pairs.log",
+    localrule: True
+    params:
+        spec=why_spec,
+    script:
+        "../scripts/why.py"
+
+
+rule why_symbols:
+    input:
+        a="results/{campaign}__why/folded/{a}.folded",
+        b="results/{campaign}__why/folded/{b}.folded",
+        code=layout.package_code("why.py", "stages/why.py"),
+    output:
+        "results/{campaign}/why/{a}~vs~{b}.csv",
+    log:
+        "results/{campaign}/logs/why-{a}~vs~{b}.log",
+    wildcard_constraints:
+        a=r"[^/~]+",
+        b=r"[^/~]+",
+    localrule: True
+    params:
+        spec=why_spec,
+    script:
+        "../scripts/why.py"
+
+
+rule why_report:
+    input:
+        files=why_report_inputs,
+        code=layout.package_code("why.py", "stages/why.py"),
+    output:
+        md="results/{campaign}/why/why.md",
+        page=report(
+            "results/{campaign}/report/why.html",
+            caption="../workflow/report/why.rst",
+            category="{campaign}",
+            subcategory="profiles",
+            labels={"page": "why it changed"},
+        ),
+    log:
+        "results/{campaign}/logs/why_report.log",
+    localrule: True
+    params:
+        spec=why_spec,
+    script:
+        "../scripts/why.py"
