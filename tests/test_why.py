@@ -75,6 +75,8 @@ def test_a_planted_loop_is_named_at_the_top_of_its_differential_profile(tmp_path
     text = (out / "why/why.md").read_text()
     assert "planted_hot_loop" in text and "score: variant plain -> hot" in text
     assert "why: differential profile in why/why.md" in (out / "significant.md").read_text()
+    comparisons = pd.read_csv(out / "comparisons.csv")
+    assert list(comparisons["profile"]) == ["why/variant-plain~vs~variant-hot.csv"]
     page = (out / "report/why.html").read_text()
     assert "data:image/svg+xml;base64," in page and "planted_hot_loop" in page
     # The profiled runs are the derived campaign's, never the statistics'.

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from perfsnake import gates, why
+from perfsnake.layout import flat
 from perfsnake.escape import record_path, value_text
 from perfsnake.modes import two_modes
 from perfsnake.schema import schema_defaults
@@ -381,6 +382,13 @@ def analyse(
     if gates_out is not None:
         write_csv(gates_out, verdicts, ["gate", *variables, "metric", "kind", "verdict", "reason"])
     comps = comparison_rows(results, info)
+    spec = info.get("profile_differences")
+    profiled = why.pick(comps, int(spec["top"])) if spec else []  # type: ignore[index]
+    # The comparisons profile_differences explains point at their profile.
+    chosen = {(str(r["metric"]), str(r["record_a"]), str(r["record_b"])) for r in profiled}
+    for r in comps:
+        if (str(r["metric"]), str(r["record_a"]), str(r["record_b"])) in chosen:
+            r["profile"] = f"why/{flat(str(r['record_a']))}~vs~{flat(str(r['record_b']))}.csv"
     write_csv(comparisons, comps, ["metric", "variable", "a", "b", "fixed"])
     write_significant(
         significant,
@@ -389,7 +397,7 @@ def analyse(
         [{**{v: r[v] for v in variables}, "metric": r["metric"], "flags": r["flags"]} for r in rows],
         verdicts,
         adjacent_versions(comps, info),
-        why.pick(comps, int(spec["top"])) if (spec := info.get("profile_differences")) else None,  # type: ignore[index]
+        profiled,
     )
 
 
