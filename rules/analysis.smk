@@ -100,6 +100,7 @@ rule regression_figure:
     input:
         results="results/{campaign}/results.json",
         steps="results/{campaign}/regression/steps.csv",
+        info="results/{campaign}/campaign.json",
         code=layout.package_code("stages/regression.py"),
     output:
         svg=report(
@@ -118,7 +119,5 @@ rule regression_figure:
     localrule: True
     conda:
         "../envs/analysis.yaml"
-    params:
-        campaign=campaign_info,
     script:
         "../scripts/regression.py"

@@ -18,6 +18,7 @@ from perfsnake.stages import profile as profile_stage
 from perfsnake.stages import run as run_stage
 from perfsnake.stages import summary as summary_stage
 from perfsnake.stages import why as why_stage
+from perfsnake.scripting import flow
 
 # The collect and precision stages import numpy, scipy and ruptures (seconds
 # of start-up); they are imported when one of their jobs or input functions
@@ -198,12 +199,17 @@ def campaign_info(wildcards):
     return INDEX.campaign_info(wildcards.campaign)
 
 
+def do_campaign_info(params, output, log):
+    Path(output[0]).write_text(json.dumps(json.loads(params.info), indent=1) + "\n")
+    Path(log[0]).write_text(f"wrote {output[0]}\n")
+
+
 def control_variants(wildcards):
     return json.dumps(INDEX.control_variants(wildcards.campaign))
 
 
 def plot_spec(wildcards):
-    return INDEX.plot_spec(wildcards.campaign, wildcards.plot)
+    return flow(json.loads(INDEX.plot_spec(wildcards.campaign, wildcards.plot)))
 
 
 def figure_rows(wildcards):
@@ -211,7 +217,7 @@ def figure_rows(wildcards):
 
 
 def figure_spec(wildcards):
-    return INDEX.figure_spec(wildcards.figure)
+    return flow(json.loads(INDEX.figure_spec(wildcards.figure)))
 
 
 def flame_tool(which):

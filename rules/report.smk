@@ -8,9 +8,24 @@ flame_entries = lambda w: tables_stage.flame_entries(
 )
 
 
+# What the report's rules need to know of a campaign, as a file: their job
+# parameters, which the report shows, stay short and readable.
+rule campaign_info:
+    output:
+        "results/{campaign}/campaign.json",
+    log:
+        "results/{campaign}/logs/campaign_info.log",
+    localrule: True
+    params:
+        info=campaign_info,
+    run:
+        do_campaign_info(params, output, log)
+
+
 rule plot:
     input:
         rows="results/{campaign}/{campaign}.json",
+        info="results/{campaign}/campaign.json",
         code=layout.package_code("stages/report.py", "stats.py"),
     output:
         svg=report(
@@ -30,9 +45,9 @@ rule plot:
         "../envs/analysis.yaml"
     params:
         plot=plot_spec,
-        campaign=campaign_info,
         caption=lambda w: tables_stage.plot_caption(
-            INDEX.campaigns[w.campaign], json.loads(plot_spec(w))
+            INDEX.campaigns[w.campaign],
+            json.loads(INDEX.plot_spec(w.campaign, w.plot)),
         ),
     script:
         "../scripts/plot.py"
@@ -95,6 +110,7 @@ rule report_pages:
         comparisons="results/{campaign}/comparisons.csv",
         significant="results/{campaign}/significant.md",
         tables=rules.summary_tables.output,
+        info="results/{campaign}/campaign.json",
         code=layout.package_code("stages/tables.py"),
     output:
         landing="results/{campaign}/report/landing.html",
@@ -132,7 +148,6 @@ rule report_pages:
     conda:
         "../envs/analysis.yaml"
     params:
-        campaign=campaign_info,
         description=lambda w: tables_stage.description(INDEX.campaigns[w.campaign]),
     script:
         "../scripts/tables.py"
@@ -141,6 +156,7 @@ rule report_pages:
 rule overhead_page:
     input:
         overhead="results/{campaign}/overhead.csv",
+        info="results/{campaign}/campaign.json",
         code=layout.package_code("stages/tables.py"),
     output:
         overhead=report(
@@ -155,8 +171,6 @@ rule overhead_page:
     localrule: True
     conda:
         "../envs/analysis.yaml"
-    params:
-        campaign=campaign_info,
     script:
         "../scripts/tables.py"
 
@@ -165,6 +179,7 @@ rule overhead_page:
 rule flamegraph_page:
     input:
         svgs=lambda w: [e["path"] for e in flame_entries(w)],
+        info="results/{campaign}/campaign.json",
         code=layout.package_code("stages/tables.py"),
     output:
         flamegraphs=report(
@@ -180,7 +195,6 @@ rule flamegraph_page:
     conda:
         "../envs/analysis.yaml"
     params:
-        campaign=campaign_info,
-        entries=lambda w: json.dumps(flame_entries(w)),
+        entries=lambda w: flow(flame_entries(w)),
     script:
         "../scripts/tables.py"

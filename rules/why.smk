@@ -3,7 +3,7 @@
 # (campaign <name>__why, never in the statistics) give each a differential
 # flame graph and a table of the functions whose share changed most
 # (perfsnake.stages.why).
-why_spec = lambda w: json.dumps(why_stage.spec_of(INDEX, w.campaign), sort_keys=True)
+why_spec = lambda w: flow(why_stage.spec_of(INDEX, w.campaign))
 
 
 checkpoint why_pairs:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
-from perfsnake.scripting import logged  # noqa: E402
+from perfsnake.scripting import campaign_of, logged  # noqa: E402
 from perfsnake.stages import regression  # noqa: E402
 
 sm = snakemake  # noqa: F821
@@ -15,7 +15,7 @@ sm = snakemake  # noqa: F821
 
 def main() -> None:
     results = json.loads(Path(sm.input.results).read_text())
-    info = json.loads(sm.params.campaign)
+    info = campaign_of(sm)
     if str(sm.output[0]).endswith("steps.csv"):  # not the rule name: a module prefix changes it
         regression.write_steps(Path(sm.output[0]), regression.steps_table(results, info))
         return

@@ -1,20 +1,19 @@
 """Snakemake entry point of the summary_tables and report page rules
 (logic in perfsnake.stages.tables)."""
 
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
-from perfsnake.scripting import logged  # noqa: E402
+from perfsnake.scripting import campaign_of, logged, unflow  # noqa: E402
 from perfsnake.stages import tables  # noqa: E402
 
 sm = snakemake  # noqa: F821
 
 
 def main() -> None:
-    info = json.loads(sm.params.campaign)
+    info = campaign_of(sm)
     name = info["name"]
     # Dispatch on the outputs, not on the rule's name, which a Snakemake
     # module may prefix (`use rule * from perfsnake as ps_*`).
@@ -29,9 +28,7 @@ def main() -> None:
     elif hasattr(sm.output, "overhead"):
         tables.csv_html(Path(sm.input.overhead), Path(sm.output.overhead), f"{name}: instrument overhead")
     else:
-        tables.write_flamegraph_page(
-            json.loads(sm.params.entries), Path(sm.output.flamegraphs), f"{name}: flame graphs"
-        )
+        tables.write_flamegraph_page(unflow(sm.params.entries), Path(sm.output.flamegraphs), f"{name}: flame graphs")
 
 
 logged(sm.log[0], main)

@@ -1,20 +1,19 @@
 """Snakemake entry point of the why_pairs, why_symbols and why_report rules
 (logic in perfsnake.stages.why)."""
 
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
-from perfsnake.scripting import logged  # noqa: E402
+from perfsnake.scripting import logged, unflow  # noqa: E402
 from perfsnake.stages import why  # noqa: E402
 
 sm = snakemake  # noqa: F821
 
 
 def main() -> None:
-    spec = json.loads(sm.params.spec)
+    spec = unflow(sm.params.spec)
     # Dispatch on the outputs, not on the rule's name (a module may prefix it).
     if hasattr(sm.input, "comparisons"):
         why.write_pairs(Path(sm.input.comparisons), int(spec["top"]), Path(sm.output[0]))

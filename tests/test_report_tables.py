@@ -131,6 +131,8 @@ def test_report_shows_landing_tables_and_captions(tmp_path):
     assert page.count("runs (ok / failed / timeout)") == 2 and "A second campaign." in page
     assert "Echo two values, as a reader would see it." in page and "2 runs per record" in page
     assert "machine.html" in page and "summary.html" in page and "values.svg" in page
+    # Job parameters read as written (YAML flow), not as the whole campaign in escaped JSON.
+    assert "plot={kind: " in page and "campaign={" not in page
     svg = (base / "plots/values.svg").read_text()
     assert "Echoed value" in svg and ">2<" in svg and svg.index(">2<") < svg.index(">1<")  # label, campaign order
 

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from perfsnake import gates, why
-from perfsnake.layout import flat
 from perfsnake.escape import record_path, value_text
+from perfsnake.layout import flat
 from perfsnake.modes import two_modes
 from perfsnake.schema import schema_defaults
 from perfsnake.stats import spread_flags, summarise, trend, welch_on_subsessions
