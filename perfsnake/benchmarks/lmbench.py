@@ -276,6 +276,9 @@ class LmbenchBenchmark(Benchmark):
                 # Decimal arithmetic, then one rounding: the CSV holds the
                 # printed value (2.5094 us -> 2509.4 ns, not 2509.3999999999996).
                 out[key] = float(value)
+        # A program reports only its own figures (lat_mem_rd no bandwidth,
+        # bw_mem no per-fault time): the others are absent, not unparsed.
+        out = {k: v for k, v in out.items() if v is not None}
         out.update(self._note(stdout))
         if params.get("micro") in SIZED:
             out["effective_size_kb"] = int(params.get("size_kb", SIZE_KB_DEFAULT.get(str(params["micro"]), 1024)))  # type: ignore[call-overload]
