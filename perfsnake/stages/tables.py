@@ -374,10 +374,15 @@ def landing_fragment(
         else [(k, metadata[k]) for k in MACHINE_KEYS if k in metadata]
     )
     where = "".join(f"<li><tt>{html.escape(f)}</tt></li>" for f in files)
+    # One line of the machine, the whole table a click away: with several
+    # campaigns from one machine the page would repeat it in full for each.
+    facts = dict(machine)
+    shown = {"hostname": "{}", "cpu_model": "{}", "online_cpus": "CPUs {}", "os_release": "{}"}
+    gist = ", ".join(form.format(facts[k]) for k, form in shown.items() if k in facts)
     return (
         f"<h2>{html.escape(name)}</h2>\n<p>{html.escape(description or 'No description.')}</p>\n"
-        f"<div style='display:flex;gap:2em;flex-wrap:wrap'><div><h4>Counts</h4>{_rows_table(counts)}</div>"
-        f"<div><h4>Machine</h4>{_rows_table(machine)}</div></div>\n"
+        f"<div><h4>Counts</h4>{_rows_table(counts)}</div>\n"
+        f"<details><summary><b>Machine</b>: {html.escape(gist or 'not recorded')}</summary>{_rows_table(machine)}</details>\n"
         f"<h4>Files (under <tt>results/{html.escape(name)}/</tt>)</h4><ul>{where}</ul>\n"
     )
 
