@@ -23,7 +23,7 @@
 
 #define MAX_CHILDREN 256
 #define MAX_REPS 1000
-#define CALIBRATION_METHOD 2 /* in the cache key: a new method never reads old answers */
+#define CALIBRATION_METHOD 3 /* in the cache key: a new method never reads old answers */
 
 /* The reported intervals: the median one (by time per iteration) and the
  * shortest per iteration, each with its own iteration count, since
@@ -209,6 +209,15 @@ int delta_test(const uint64_t (*t)[4], int rounds, const double deltas[3], doubl
 	return pass;
 }
 
+int trials_verdict(int passed, int done)
+{
+	if (passed >= PASS_NEED)
+		return 1;
+	if (passed + (PASS_TRIALS - done) < PASS_NEED)
+		return 0;
+	return -1;
+}
+
 int choose_candidate(const int *pass, int ncandidates)
 {
 	for (int c = 0; c < ncandidates; c++)
@@ -238,9 +247,20 @@ static int delta_trial(void *cell, iter_t n, double *worst)
 /* Each candidate's worst delta error in its last trial (for the fallback line). */
 static double calibration_worst[NCANDIDATES];
 
-/* The shortest candidate whose test passes twice in a row (one pass can be
- * luck on a noisy machine; two make the choice repeatable). *settled is 0
- * when none did, and the answer is then the longest candidate. */
+/* Whether a candidate passes PASS_NEED of PASS_TRIALS delta trials. */
+static int candidate_passes(void *cell, iter_t n, double *worst)
+{
+	int passed = 0, verdict = -1;
+
+	for (int done = 1; verdict < 0; done++) {
+		passed += delta_trial(cell, n, worst);
+		verdict = trials_verdict(passed, done);
+	}
+	return verdict;
+}
+
+/* The shortest candidate that passes (trials_verdict). *settled is 0 when
+ * none did, and the answer is then the longest candidate. */
 static uint64_t calibrate(int *settled)
 {
 	int pass[NCANDIDATES] = { 0 }, chosen;
@@ -250,7 +270,7 @@ static uint64_t calibrate(int *settled)
 	for (int c = 0; c < NCANDIDATES; c++) {
 		iter_t n = size_for(chase, &cell, candidates[c]);
 
-		pass[c] = delta_trial(&cell, n, &calibration_worst[c]) && delta_trial(&cell, n, &calibration_worst[c]);
+		pass[c] = candidate_passes(&cell, n, &calibration_worst[c]);
 		if (pass[c])
 			break;
 	}

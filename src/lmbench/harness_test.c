@@ -161,6 +161,13 @@ static void test_delta(void)
 	check(choose_candidate(none, 4) == -1, "choose_none_is_fallback", "no pass must be -1 (fallback)");
 	check(choose_candidate(late, 4) == 2, "choose_smallest_passing", "expected index 2");
 	check(choose_candidate(first, 4) == 0, "choose_first", "expected index 0");
+
+	/* 7 of 9 trials, decided as soon as the count is certain */
+	check(trials_verdict(7, 7) == 1, "trials_seven_straight", "7 passes in 7 must pass");
+	check(trials_verdict(6, 8) == -1, "trials_undecided", "6 of 8 must go on");
+	check(trials_verdict(7, 9) == 1, "trials_seven_of_nine", "7 of 9 must pass");
+	check(trials_verdict(0, 3) == 0, "trials_three_failures", "3 failures must fail");
+	check(trials_verdict(5, 7) == -1 && trials_verdict(5, 8) == 0, "trials_last_chance", "5 of 7 goes on, 5 of 8 fails");
 }
 
 /* ---- printed precision ---- */
