@@ -184,10 +184,6 @@ def why_report(campaign: str) -> str:
     return f"{why_dir(campaign)}/why.md"
 
 
-def why_pairs(campaign: str) -> str:
-    return f"{why_dir(campaign)}/pairs.json"
-
-
 def why_symbols(campaign: str, flat_a: str, flat_b: str) -> str:
     return f"{why_dir(campaign)}/{flat_a}~vs~{flat_b}.csv"
 
