@@ -81,7 +81,8 @@ def draw_gantt(run_dir: Path, outputs: Sequence[Path], title: str) -> None:
         layers: list[alt.Chart] = [bars]
         marks = (("migrations", "#d62728", "tick"), ("wakeups", "#222222", "point"))
         for key, colour, kind in marks:
-            events = [e for e in timeline[key] if e["tid"] in label]
+            # (before the first slice: the recording's start, not the run's threads at work)
+            events = [e for e in timeline[key] if e["tid"] in label and float(e["t"]) >= 0]
             if key == "migrations":
                 events = [e for e in events if float(e["t"]) > execs.get(e["tid"], -math.inf)]
             frame = thin(pd.DataFrame(events))
