@@ -58,12 +58,16 @@ def run_campaign(name: str, work: Path) -> tuple[float, int]:
     return time.monotonic() - start, proc.returncode
 
 
-def rows_of(name: str, work: Path, metric: str, variables: list[str]) -> list[dict[str, object]]:
+def rows_of(name: str, work: Path, metric: str) -> list[dict[str, object]]:
     path = work / "results" / name / "summary.csv"
     if not path.exists():
         return []
     with path.open(newline="") as f:
-        keep = [r for r in csv.DictReader(f) if r["metric"] == metric]
+        reader = csv.DictReader(f)
+        header = list(reader.fieldnames or [])
+        variables = header[: header.index("metric")] if "metric" in header else []
+        # (a record the metric does not apply to, e.g. fio's writes for read IOPS, has no runs of it)
+        keep = [r for r in reader if r["metric"] == metric and r["n"] not in ("", "0")]
     return [{"record": ", ".join(f"{v}={r[v]}" for v in variables if v in r), "metric": metric, "n": r["n"],
              "median": r["median"], "mean": r["mean"], "ci": [r["mean_ci_low"], r["mean_ci_high"]]} for r in keep]  # fmt: skip
 
@@ -89,10 +93,9 @@ def main() -> None:
     for name in names:
         spec = yaml.safe_load((ROOT / "config" / "campaigns" / f"{name}.yaml").read_text())
         seconds, status = run_campaign(name, work)
-        variables = list(spec.get("variables") or {})
         metric = figure_metric(spec)
         entry["campaigns"][name] = {"seconds": round(seconds, 1), "exit": status,  # type: ignore[index]
-                                    "rows": rows_of(name, work, metric, variables)}  # fmt: skip
+                                    "rows": rows_of(name, work, metric)}  # fmt: skip
         print(f"{name}: {seconds:.0f} s, exit {status}", flush=True)
     entry["load_after"] = os.getloadavg()[0]
     RESULTS.mkdir(parents=True, exist_ok=True)
