@@ -8,10 +8,12 @@ interval of its mean (the campaign's statistics: subsession means, AR(1)
 correction), and against the first side the ratio of means with its
 interval (the interval of the difference, from Welch's test on subsession
 means, divided by the first side's mean), the p-value and the p-value
-adjusted over the whole table (Holm). Before the table: the metadata lines
-that differ between the sides (CPU, kernel, governor, compiler, commit, ...),
-since a difference between two machines is only as meaningful as what else
-differed.
+adjusted over the whole table (Holm). Before the table: an A/A check of the
+machine states (STATE_KEYS and the load at the runs' start; a significant
+difference between different states is marked "machine state differs"),
+then the metadata lines that differ between the sides (CPU, kernel,
+governor, compiler, commit, ...), since a difference between two machines
+is only as meaningful as what else differed.
 """
 
 from __future__ import annotations
@@ -32,6 +34,12 @@ from perfsnake.stats import summarise, welch_on_subsessions
 #: Metadata that differs between any two runs and says nothing about the machine.
 VOLATILE = frozenset({"metadata_lines", "utc_time", "total_duration_s", "total_benchmark_time_s", "runs", "runs_ok",
                       "runs_failed", "runs_timeout", "runs_hook_failed", "campaign_file"})  # fmt: skip
+#: What makes two machine states the same for an A/A check: the CPU and its
+#: microcode, the kernel, frequency policy, SMT, huge pages, mitigations, the compiler.
+STATE_KEYS = ("cpu_model", "microcode", "uname", "cpufreq_governor", "turbo", "smt", "transparent_hugepages",
+              "mitigations", "compiler")  # fmt: skip
+#: Median load average at the runs' start (machine.load1) further apart than this: another machine state.
+LOAD_GAP = 1.0
 #: Columns of a campaign CSV that are neither variables nor metrics.
 BOOKKEEPING = frozenset({"campaign", "benchmark", "run", "status", "exit_code", "wall_s", "start", "end"})
 
@@ -111,6 +119,16 @@ def _groups(runs: pd.DataFrame, variables: list[str], metric: str) -> dict[tuple
     }
 
 
+def machine_state_differences(sides: list[Side]) -> list[str]:
+    """What of the machine state differs between the sides (keys every side
+    recorded; older result sets without a key are not counted as differing)."""
+    out = [k for k in STATE_KEYS if all(k in s.metadata for s in sides) and len({s.metadata[k] for s in sides}) > 1]
+    loads = [float(s.runs["machine.load1"].median()) for s in sides if "machine.load1" in s.runs]
+    if len(loads) == len(sides) and max(loads) - min(loads) > LOAD_GAP:
+        out.append("load at start (" + " vs ".join(f"{v:.2f}" for v in loads) + ")")
+    return out
+
+
 def compare(sides: list[Side], confidence: float = 0.95, alpha: float = 0.05) -> pd.DataFrame:
     """Per record, metric and side: the side's statistic, and its ratio to the first side's."""
     from statsmodels.stats.multitest import multipletests
@@ -153,6 +171,9 @@ def compare(sides: list[Side], confidence: float = 0.95, alpha: float = 0.05) ->
         if tested.any():
             table.loc[tested, "p_adjusted"] = multipletests(table.loc[tested, "p_value"], method="holm")[1]
         table["significant"] = (table["p_adjusted"] < alpha).where(tested, None)
+        # An A/A check first: a difference between machine states is not the change's.
+        if machine_state_differences(sides):
+            table["note"] = np.where(table["significant"] == True, "machine state differs", "")  # noqa: E712
     return table
 
 
@@ -166,6 +187,10 @@ def markdown(sides: list[Side], table: pd.DataFrame, differences: list[dict[str,
     names = " vs ".join(dict.fromkeys(s.campaign for s in sides))
     lines = [f"# {names}: {len(sides)} result sets compared", ""]
     lines += [f"- side {i + 1}: {s.label}" for i, s in enumerate(sides)]
+    state = machine_state_differences(sides)
+    lines += ["", "## Machine state", ""]
+    lines.append(f"DIFFERS: {', '.join(state)}; significant differences below are marked \"machine state differs\"."
+                 if state else "The same on every side (" + ", ".join(STATE_KEYS) + ", load at start).")  # fmt: skip
     lines += ["", "## What differs between the sides", ""]
     if differences:
         lines += ["| key | " + " | ".join(f"side {i + 1}" for i in range(len(sides))) + " |",

@@ -53,6 +53,19 @@ def test_two_result_directories_with_different_machines_and_results(tmp_path):
     assert row["ratio"] == pytest.approx(13 / 11) and row["ratio_ci_low"] < 13 / 11 < row["ratio_ci_high"]
     assert bool(row["significant"])
     assert (out / "compare.md").read_text() == proc.stdout
+    # The A/A check: another compiler is another machine state, and the difference says so.
+    assert "DIFFERS: compiler" in proc.stdout and row["note"] == "machine state differs"
+
+
+def test_a_result_set_compared_with_itself_has_the_same_machine_state(tmp_path):
+    run_side(tmp_path, 10)
+    proc = subprocess.run([sys.executable, "-m", "perfsnake", "compare", str(tmp_path / "results/cmp"),
+                           str(tmp_path / "results/cmp")], cwd=ROOT, capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "The same on every side (cpu_model, microcode, uname" in proc.stdout
+        and "machine state differs" not in proc.stdout
+    )
 
 
 def test_artifact_zips_and_bad_sides(tmp_path):

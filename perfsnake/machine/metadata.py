@@ -41,6 +41,40 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
+def microcode() -> str | None:
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        if line.startswith("microcode"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def turbo() -> str | None:
+    """Frequency boost: on, off, or None where the kernel does not say (a VM)."""
+    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+    if no_turbo is not None:
+        return "off" if no_turbo == "1" else "on"
+    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
+    return None if boost is None else ("on" if boost == "1" else "off")
+
+
+def transparent_hugepages() -> str | None:
+    """The selected mode of `always [madvise] never`."""
+    text = _read("/sys/kernel/mm/transparent_hugepage/enabled") or ""
+    start, end = text.find("["), text.find("]")
+    return text[start + 1 : end] if 0 <= start < end else None
+
+
+def mitigations() -> str | None:
+    """How many CPU vulnerabilities are mitigated, vulnerable or not affected
+    (the full list is long; a change in any count is what matters)."""
+    root = Path("/sys/devices/system/cpu/vulnerabilities")
+    if not root.is_dir():
+        return None
+    states = [(_read(str(p)) or "").split(":")[0].split(";")[0].strip() for p in sorted(root.iterdir())]
+    counts = {s: states.count(s) for s in sorted(set(states))}
+    return ", ".join(f"{n} {s.lower()}" for s, n in counts.items())
+
+
 def os_release() -> str | None:
     text = _read("/etc/os-release") or ""
     for line in text.splitlines():
@@ -109,6 +143,12 @@ def host_metadata() -> dict[str, object]:
         "numa_nodes": numa_nodes(),
         "memory": mem_total(),
         "cpufreq_governor": governors(),
+        "microcode": microcode(),
+        "turbo": turbo(),
+        "transparent_hugepages": transparent_hugepages(),
+        "mitigations": mitigations(),
+        # load of the other processes when the campaign was aggregated; each run's own is in machine.*
+        "load_average": " ".join((_read("/proc/loadavg") or "").split()[:3]) or None,
         "perf_event_paranoid": _read("/proc/sys/kernel/perf_event_paranoid"),
         "capabilities": capabilities.summary(),
         "kernel_cmdline": _read("/proc/cmdline"),

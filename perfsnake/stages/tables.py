@@ -226,7 +226,11 @@ def frame_html(frame: pd.DataFrame) -> str:
 
 
 def write_compare_page(
-    sides: Sequence[Side], table: pd.DataFrame, differences: Sequence[Mapping[str, str]], out: Path
+    sides: Sequence[Side],
+    table: pd.DataFrame,
+    differences: Sequence[Mapping[str, str]],
+    state: Sequence[str],
+    out: Path,
 ) -> None:
     """The compare_with page: the sides, what differs between them, the table
     (records with a significant difference first)."""
@@ -242,7 +246,9 @@ def write_compare_page(
         shown = shown.assign(_later=~flag.groupby([shown[k] for k in keys]).transform("any"))
         shown = shown.sort_values("_later", kind="stable").drop(columns="_later")
         shown["significant"] = shown["significant"].map(lambda v: "" if v is None or v != v else str(v))
-    body = (f"<ol style='list-style:none;padding:0'>{items}</ol><h4>What differs between the sides</h4>{diff}"
+    verdict = (f"<p><b>Machine state differs</b>: {html.escape(', '.join(state))}; significant differences are "
+               "marked \"machine state differs\".</p>" if state else "<p>Machine state: the same on every side.</p>")  # fmt: skip
+    body = (f"<ol style='list-style:none;padding:0'>{items}</ol>{verdict}<h4>What differs between the sides</h4>{diff}"
             f"<h4>Per record and metric (ratio to side 1, Holm-adjusted p; significant rows first)</h4>{frame_html(shown)}")  # fmt: skip
     out.write_text(html_page(f"{sides[-1].campaign}: compared with earlier results", body))
 
