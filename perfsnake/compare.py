@@ -33,7 +33,7 @@ from perfsnake.stats import summarise, welch_on_subsessions
 
 #: Metadata that differs between any two runs and says nothing about the machine.
 VOLATILE = frozenset({"metadata_lines", "utc_time", "total_duration_s", "total_benchmark_time_s", "runs", "runs_ok",
-                      "runs_failed", "runs_timeout", "runs_hook_failed", "campaign_file"})  # fmt: skip
+                      "runs_failed", "runs_timeout", "runs_hook_failed", "campaign_file", "load_average"})  # fmt: skip
 #: What makes two machine states the same for an A/A check: the CPU and its
 #: microcode, the kernel, frequency policy, SMT, huge pages, mitigations, the compiler.
 STATE_KEYS = ("cpu_model", "microcode", "uname", "cpufreq_governor", "turbo", "smt", "transparent_hugepages",
