@@ -59,6 +59,7 @@ def test_google_benchmark_repetitions_not_its_aggregates():
         theirs = next(b for b in raw if b["name"] == f"{name}_mean")
         assert len(ours) == 5 and np.mean(ours) == pytest.approx(theirs["real_time"], rel=1e-9)
     assert "items_per_second" in data.metrics and data.context["hostname"] == "vm"
+    assert data.context["utc_time"] == _json("google_benchmark.json")["context"]["date"]
 
 
 def test_criterion_samples_are_time_per_iteration():

@@ -63,4 +63,6 @@ def parse(path: Path) -> Imported:
     info = {f"google_benchmark_{k}": str(context[k]) for k in _CONTEXT if k in context}
     if "host_name" in context:
         info["hostname"] = str(context["host_name"])
+    if "date" in context:  # when it ran (compare's labels show it)
+        info["utc_time"] = str(context["date"])
     return Imported("google-benchmark", ["function", "args"], metrics, units, rows, "real_time_ns", info)

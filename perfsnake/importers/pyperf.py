@@ -63,4 +63,9 @@ def parse(path: Path) -> Imported:
     context = {f"pyperf_{k}": str(common[k]) for k in _CONTEXT if k in common}
     if "hostname" in common:
         context["hostname"] = str(common["hostname"])
+    dates = [
+        str(r["metadata"]["date"]) for b in benchmarks for r in b.get("runs", []) if "date" in (r.get("metadata") or {})
+    ]
+    if dates:  # when it started, in the measuring machine's local time (pyperf records no zone)
+        context["pyperf_first_run"] = min(dates)
     return Imported("pyperf", ["name"], metrics, units, rows, metrics[0], context)
