@@ -162,12 +162,14 @@ static void test_delta(void)
 	check(choose_candidate(late, 4) == 2, "choose_smallest_passing", "expected index 2");
 	check(choose_candidate(first, 4) == 0, "choose_first", "expected index 0");
 
-	/* 7 of 9 trials, decided as soon as the count is certain */
-	check(trials_verdict(7, 7) == 1, "trials_seven_straight", "7 passes in 7 must pass");
-	check(trials_verdict(6, 8) == -1, "trials_undecided", "6 of 8 must go on");
-	check(trials_verdict(7, 9) == 1, "trials_seven_of_nine", "7 of 9 must pass");
-	check(trials_verdict(0, 3) == 0, "trials_three_failures", "3 failures must fail");
-	check(trials_verdict(5, 7) == -1 && trials_verdict(5, 8) == 0, "trials_last_chance", "5 of 7 goes on, 5 of 8 fails");
+	/* PASS_NEED of PASS_TRIALS trials, decided as soon as the count is certain */
+	int fails = PASS_TRIALS - PASS_NEED + 1; /* failures that make passing impossible */
+	check(trials_verdict(PASS_NEED, PASS_NEED) == 1, "trials_straight", "PASS_NEED passes in a row must pass");
+	check(trials_verdict(PASS_NEED, PASS_TRIALS) == 1, "trials_just_enough", "PASS_NEED of PASS_TRIALS must pass");
+	check(trials_verdict(PASS_NEED - 1, PASS_TRIALS - 1) == -1, "trials_undecided", "one trial left must go on");
+	check(trials_verdict(PASS_NEED - 1, PASS_TRIALS) == 0, "trials_one_short", "one pass short must fail");
+	check(trials_verdict(0, fails) == 0 && trials_verdict(0, fails - 1) == -1, "trials_early_failure",
+	      "failing must be decided at the first impossible count, not before");
 }
 
 /* ---- printed precision ---- */
