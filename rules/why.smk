@@ -15,6 +15,8 @@ checkpoint why_pairs:
     log:
         "results/{campaign}/logs/why_pairs.log",
     localrule: True
+    conda:
+        "../envs/analysis.yaml"
     params:
         spec=why_spec,
     script:
@@ -34,6 +36,8 @@ rule why_symbols:
         a=r"[^/~]+",
         b=r"[^/~]+",
     localrule: True
+    conda:
+        "../envs/analysis.yaml"
     params:
         spec=why_spec,
     script:
@@ -56,6 +60,8 @@ rule why_report:
     log:
         "results/{campaign}/logs/why_report.log",
     localrule: True
+    conda:
+        "../envs/analysis.yaml"
     params:
         spec=why_spec,
     script:
