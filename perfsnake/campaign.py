@@ -737,12 +737,9 @@ def _imported_records(benchmark: Benchmark, raw: dict, data: dict, origin: str) 
                  "post_run_hooks", "instruments"):  # fmt: skip
         if name in raw:
             raise CampaignError(origin, name, "not for an imported campaign (its records and runs come from its files)")
-    data["records"] = benchmark.given_records()
-    counts: dict[tuple, int] = {}
-    for row in benchmark.imported.rows:
-        key = tuple(str(row.record[v]) for v in benchmark.imported.variables)
-        counts[key] = counts.get(key, 0) + 1
-    return max(counts.values())
+    records = benchmark.given_records()
+    data["records"] = [record for record, _runs in records]
+    return max(runs for _record, runs in records)
 
 
 def _bisect(data: dict, order: list[str], recs: list[dict], metrics: list[str], origin: str) -> dict | None:
@@ -798,15 +795,21 @@ def control_campaigns(c: Campaign) -> list[Campaign]:
         for i, inst in enumerate(observers):
             label = inst.kind if kinds.count(inst.kind) == 1 else f"{inst.kind}{i}"
             variants.append((f"only-{label}", c.instruments.keeping([*treatments, inst])))
-    out = []
-    for variant, instruments in variants:
-        derived = dataclasses.replace(
-            c, name=f"{c.name}__{variant}", instruments=instruments, plots=[], compare=[], control_of=(c.name, variant),
-            data={**c.data, "control": False, "compare": [], "plots": []},
-        )  # fmt: skip
-        derived.by_path = c.by_path
-        out.append(derived)
-    return out
+    return [
+        _derived_campaign(c, variant, instruments, control_of=(c.name, variant)) for variant, instruments in variants
+    ]
+
+
+def _derived_campaign(c: Campaign, suffix: str, instruments: Instruments, **changes: Any) -> Campaign:
+    """A campaign of extra runs of `c`'s records (results/<name>__<suffix>/):
+    other instruments, no figures or differential graphs, no controls of its
+    own; `changes` set the rest (what it is of `c`, its runs)."""
+    derived = dataclasses.replace(
+        c, name=f"{c.name}__{suffix}", instruments=instruments, plots=[], compare=[], **changes,
+        data={**c.data, "control": False, "compare": [], "plots": [], "profile_differences": None},
+    )  # fmt: skip
+    derived.by_path = c.by_path
+    return derived
 
 
 def why_campaign(c: Campaign) -> Campaign | None:
@@ -832,13 +835,8 @@ def why_campaign(c: Campaign) -> Campaign | None:
         recorder.check([r.values for r in c.records], c.variables)
         # innermost: it samples the benchmark, not the other wrappers
         instruments = dataclasses.replace(instruments, wrappers=[*instruments.wrappers, recorder])
-    derived = dataclasses.replace(
-        c, name=f"{c.name}__why", instruments=instruments, plots=[], compare=[], nb_runs=int(spec["runs"]),
-        precision=None, bisect=None, references=[], compare_with=[], why_of=c.name,
-        data={**c.data, "control": False, "compare": [], "plots": [], "profile_differences": None},
-    )  # fmt: skip
-    derived.by_path = c.by_path
-    return derived
+    return _derived_campaign(c, "why", instruments, nb_runs=int(spec["runs"]), precision=None, bisect=None, references=[],
+                    compare_with=[], why_of=c.name)  # fmt: skip
 
 
 def load_campaigns(paths: list[str], origin: str = "config") -> list[Campaign]:

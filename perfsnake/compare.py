@@ -129,8 +129,11 @@ def machine_state_differences(sides: list[Side]) -> list[str]:
     return out
 
 
-def compare(sides: list[Side], confidence: float = 0.95, alpha: float = 0.05) -> pd.DataFrame:
-    """Per record, metric and side: the side's statistic, and its ratio to the first side's."""
+def compare(
+    sides: list[Side], confidence: float = 0.95, alpha: float = 0.05, state: list[str] | None = None
+) -> pd.DataFrame:
+    """Per record, metric and side: the side's statistic, and its ratio to the
+    first side's (`state`: machine_state_differences, when already known)."""
     from statsmodels.stats.multitest import multipletests
 
     variables = _variables(sides[0].runs)
@@ -172,7 +175,7 @@ def compare(sides: list[Side], confidence: float = 0.95, alpha: float = 0.05) ->
             table.loc[tested, "p_adjusted"] = multipletests(table.loc[tested, "p_value"], method="holm")[1]
         table["significant"] = (table["p_adjusted"] < alpha).where(tested, None)
         # An A/A check first: a difference between machine states is not the change's.
-        if machine_state_differences(sides):
+        if machine_state_differences(sides) if state is None else state:
             table["note"] = np.where(table["significant"] == True, "machine state differs", "")  # noqa: E712
     return table
 
@@ -183,11 +186,10 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
-def markdown(sides: list[Side], table: pd.DataFrame, differences: list[dict[str, str]]) -> str:
+def markdown(sides: list[Side], table: pd.DataFrame, differences: list[dict[str, str]], state: list[str]) -> str:
     names = " vs ".join(dict.fromkeys(s.campaign for s in sides))
     lines = [f"# {names}: {len(sides)} result sets compared", ""]
     lines += [f"- side {i + 1}: {s.label}" for i, s in enumerate(sides)]
-    state = machine_state_differences(sides)
     lines += ["", "## Machine state", ""]
     lines.append(f"DIFFERS: {', '.join(state)}; significant differences below are marked \"machine state differs\"."
                  if state else "The same on every side (" + ", ".join(STATE_KEYS) + ", load at start).")  # fmt: skip
@@ -214,21 +216,23 @@ def load_sides(paths: list[str]) -> list[Side]:
     return [load_side(Path(p)) for p in paths]
 
 
-def write(sides: list[Side], out: Path | None) -> tuple[pd.DataFrame, list[dict[str, str]], str]:
-    """The table, what differs in the metadata, and the Markdown; written
-    into `out` (compare.csv, compare.md, metadata_differences.csv) when given."""
-    table = compare(sides)
+def write(sides: list[Side], out: Path | None) -> tuple[pd.DataFrame, list[dict[str, str]], list[str], str]:
+    """The table, what differs in the metadata, what differs in the machine
+    state, and the Markdown; written into `out` (compare.csv, compare.md,
+    metadata_differences.csv) when given."""
+    state = machine_state_differences(sides)
+    table = compare(sides, state=state)
     differences = metadata_differences(sides)
-    text = markdown(sides, table, differences)
+    text = markdown(sides, table, differences, state)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         table.to_csv(out / "compare.csv", index=False)
         pd.DataFrame(differences).to_csv(out / "metadata_differences.csv", index=False)
         (out / "compare.md").write_text(text)
-    return table, differences, text
+    return table, differences, state, text
 
 
 def main(paths: list[str], output: str | None) -> int:
-    text = write(load_sides(paths), Path(output) if output else None)[2]
+    text = write(load_sides(paths), Path(output) if output else None)[3]
     print(text, end="")
     return 0

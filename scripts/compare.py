@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
-from perfsnake.compare import load_sides, machine_state_differences, write  # noqa: E402
+from perfsnake.compare import load_sides, write  # noqa: E402
 from perfsnake.scripting import logged  # noqa: E402
 from perfsnake.stages.tables import write_compare_page  # noqa: E402
 
@@ -15,8 +15,8 @@ sm = snakemake  # noqa: F821
 def main() -> None:
     # The earlier results first: every ratio is against the earliest side.
     sides = load_sides([*sm.params.earlier, str(Path(sm.input.csv).parent)])
-    table, differences, _ = write(sides, Path(sm.output.csv).parent)
-    write_compare_page(sides, table, differences, machine_state_differences(sides), Path(sm.output.page))
+    table, differences, state, _ = write(sides, Path(sm.output.csv).parent)
+    write_compare_page(sides, table, differences, state, Path(sm.output.page))
 
 
 logged(sm.log[0], main)

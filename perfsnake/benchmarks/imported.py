@@ -35,11 +35,13 @@ class ImportedBenchmark(Benchmark):
     def key(self) -> str:
         return f"imported-{self.tool}"
 
-    def given_records(self) -> list[dict[str, object]]:
-        """The records the files hold, in their order."""
-        seen: dict[tuple, dict[str, object]] = {}
+    def given_records(self) -> list[tuple[dict[str, object], int]]:
+        """The records the files hold, in their order, each with its number of runs."""
+        seen: dict[tuple, tuple[dict[str, object], int]] = {}
         for row in self.imported.rows:
-            seen.setdefault(tuple(str(row.record[v]) for v in self.imported.variables), row.record)
+            key = tuple(str(row.record[v]) for v in self.imported.variables)
+            record, runs = seen.get(key, (row.record, 0))
+            seen[key] = (record, runs + 1)
         return list(seen.values())
 
     def needs_build(self) -> bool:

@@ -22,9 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsnake import gates, why
+from perfsnake import gates, layout, why
 from perfsnake.escape import record_path, value_text
-from perfsnake.layout import flat
 from perfsnake.modes import two_modes
 from perfsnake.schema import schema_defaults
 from perfsnake.stats import spread_flags, summarise, trend, welch_on_subsessions
@@ -265,12 +264,10 @@ def write_significant(
     summary: list[dict[str, object]] | None = None,
     verdicts: list[dict[str, object]] | None = None,
     adjacent: list[dict[str, object]] | None = None,
-    profiled: list[dict[str, object]] | None = None,
 ) -> None:
     """A short Markdown list of the significant differences, largest first
     (those `profile_differences` explains say where), then the records with
     stability warnings."""
-    explained = {(str(r["metric"]), str(r["record_a"]), str(r["record_b"])) for r in profiled or []}
     sig = sorted(
         (r for r in rows if r["significant"]),
         key=lambda r: (
@@ -294,9 +291,8 @@ def write_significant(
             f"- {r['metric']}: {r['variable']} {r['b']} vs {r['a']} ({r['fixed'] or 'no other variable'}): "
             f"{float(r['relative_difference']):+.2%}, p = {float(r['p_value']):.3g}, adjusted p = {float(r.get('p_adjusted', r['p_value'])):.3g}, "  # type: ignore[arg-type]
             f"difference CI [{float(r['diff_ci_low']):.4g}, {float(r['diff_ci_high']):.4g}]"  # type: ignore[arg-type]
-            + (" - why: differential profile in why/why.md"
-               if (str(r["metric"]), str(r.get("record_a")), str(r.get("record_b"))) in explained else "")
-        )  # fmt: skip
+            + (" - why: differential profile in why/why.md" if r.get("profile") else "")
+        )
     if adjacent:
         lines += ["", "## Adjacent versions", "", "Each version against the one before it (range order):", ""]
     for r in adjacent or []:
@@ -383,12 +379,13 @@ def analyse(
         write_csv(gates_out, verdicts, ["gate", *variables, "metric", "kind", "verdict", "reason"])
     comps = comparison_rows(results, info)
     spec = info.get("profile_differences")
-    profiled = why.pick(comps, int(spec["top"])) if spec else []  # type: ignore[index]
-    # The comparisons profile_differences explains point at their profile.
-    chosen = {(str(r["metric"]), str(r["record_a"]), str(r["record_b"])) for r in profiled}
-    for r in comps:
-        if (str(r["metric"]), str(r["record_a"]), str(r["record_b"])) in chosen:
-            r["profile"] = f"why/{flat(str(r['record_a']))}~vs~{flat(str(r['record_b']))}.csv"
+    # The comparisons profile_differences explains point at their profile
+    # (pick returns copies: mark the rows themselves).
+    name = str(info["name"])
+    for picked in why.pick(comps, int(spec["top"])) if spec else []:  # type: ignore[index]
+        row = next(r for r in comps if all(r[k] == picked[k] for k in ("metric", "record_a", "record_b")))
+        table = layout.why_symbols(name, layout.flat(str(row["record_a"])), layout.flat(str(row["record_b"])))
+        row["profile"] = str(Path(table).relative_to(layout.campaign_dir(name)))
     write_csv(comparisons, comps, ["metric", "variable", "a", "b", "fixed"])
     write_significant(
         significant,
@@ -397,7 +394,6 @@ def analyse(
         [{**{v: r[v] for v in variables}, "metric": r["metric"], "flags": r["flags"]} for r in rows],
         verdicts,
         adjacent_versions(comps, info),
-        profiled,
     )
 
 
