@@ -88,6 +88,11 @@ def split_status(campaign: str, status: str) -> tuple[str, int]:
     return record, int(rest.split("/", 1)[0])
 
 
+def server_dir(campaign: str, key: str) -> str:
+    """A campaign-scoped server's launcher directory (its output and status)."""
+    return f"{RESULTS}/{campaign}/servers/{key}"
+
+
 def builds_ready(campaign: str) -> str:
     return f"{RESULTS}/{campaign}/builds.ready"
 

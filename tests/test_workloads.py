@@ -39,9 +39,9 @@ def data(tool: str, name: str) -> str:
     return (DATA / tool / name).read_text()
 
 
-def argv(tmp_path: Path, benchmark: str, **params) -> list[str]:
+def argv(tmp_path: Path, benchmark: str, server: str | None = None, **params) -> list[str]:
     bench = BUILTINS[benchmark]({"type": benchmark}, "test")
-    return bench.run_command(RunContext(params=params, build_dir=None, run_dir=tmp_path, duration_s=2))
+    return bench.run_command(RunContext(params=params, build_dir=None, run_dir=tmp_path, duration_s=2, server=server))
 
 
 def run_ready_campaign(tmp_path: Path, name: str, **overrides) -> object:
@@ -521,22 +521,117 @@ def test_redis_command_and_real_output(tmp_path):
         )
 
 
-@pytest.mark.e2e
-def test_redis_ready_campaign_leaves_no_server(tmp_path):
+def test_a_campaign_server_runs_the_client_alone(tmp_path):
+    from perfsnake.benchmarks.server import AGAINST
+
+    cmd = argv(tmp_path, "redis", clients=10, requests=2000, server="/tmp/perfsnake-server.x")
+    assert cmd[:3] == ["/bin/sh", "-c", AGAINST] and cmd[3:5] == ["redis", "/tmp/perfsnake-server.x"]
+    assert cmd[5].startswith('redis-benchmark -s "$dir"/redis.sock')
+    bench = BUILTINS["redis"]({}, "test")
+    # Runs that agree on the server variables share a server; client variables do not matter.
+    assert bench.server_key({"clients": 1}) == bench.server_key({"clients": 50, "pipeline": 16})
+    assert bench.server_key({"io_threads": 1}) != bench.server_key({"io_threads": 2})
+
+
+@pytest.mark.parametrize("benchmark,key,problem", [
+    ({"type": "redis", "server": "sometimes"}, "benchmark", "sometimes"),
+    ({"type": "heater", "server": "run"}, "benchmark.server", "heater starts no server (the servers: mariadb, memcached, postgresql, redis)"),
+])  # fmt: skip
+def test_a_bad_server_scope_is_refused(tmp_path, benchmark, key, problem):
+    error = refused(tmp_path, benchmark, {})
+    assert error.key.startswith(key) and problem in error.problem
+
+
+def server_records(tmp_path: Path) -> dict[str, dict]:
+    """Each run's server.json (run path -> record)."""
+    import json
+
+    return {str(p.parent.relative_to(tmp_path / "results")): json.loads(p.read_text())
+            for p in (tmp_path / "results").rglob("server.json")}  # fmt: skip
+
+
+def gone(tmp_path: Path, needle: str, paths: list[Path] = (), within: float = 10) -> None:
+    """Poll until no process of the test named `needle` is left and the paths are gone."""
+    import time
+
     from helpers import processes_under
 
-    frame = run_ready_campaign(tmp_path, "redis", variables={"clients": [1, 10], "pipeline": [1], "requests": [2000]},
-                               nb_runs=1, plots=[])  # fmt: skip
-    assert len(frame) == 2 and (frame["status"] == "ok").all()
+    deadline = time.monotonic() + within
+    while processes_under(tmp_path, needle) or any(p.exists() for p in paths):
+        assert time.monotonic() < deadline, f"{needle} or {[str(p) for p in paths if p.exists()]} outlived the campaign"
+        time.sleep(0.05)
+
+
+@pytest.mark.e2e
+def test_redis_campaign_starts_one_server_per_setting_and_leaves_nothing(tmp_path):
+    from perfsnake.stages.servers import private_dir
+
+    frame = run_ready_campaign(tmp_path, "redis", nb_runs=1, plots=[],
+                               variables={"clients": [1, 10], "io_threads": [1, 2], "requests": [2000]})  # fmt: skip
+    assert len(frame) == 4 and (frame["status"] == "ok").all()
     assert (frame["set_rps"] > 0).all() and (frame["get_p99_ms"] > 0).all() and unparsed(tmp_path) == []
-    assert not processes_under(tmp_path, "redis-server")
-    # A run that times out mid-benchmark: its server goes with it.
-    other = tmp_path / "timeout"
-    other.mkdir()
-    frame = run_ready_campaign(other, "redis", variables={"clients": [1], "requests": [100_000_000]}, nb_runs=1,
-                               timeout_s=2, plots=[])  # fmt: skip
-    assert list(frame["status"]) == ["timeout"]
-    assert not processes_under(other, "redis-server")
+    served = server_records(tmp_path)
+    assert len(served) == 4 and {r["scope"] for r in served.values()} == {"campaign"}
+    by_server: dict[str, list[dict]] = {}
+    for run, record in served.items():
+        assert f"io_threads-{record['variables']['io_threads']}" in run
+        by_server.setdefault(record["server"], []).append(record)
+    # Two servers (io_threads 1 and 2), each started once and serving both client counts.
+    assert len(by_server) == 2
+    for records in by_server.values():
+        assert len({r["pid"] for r in records}) == 1 and sorted(r["runs_before"] for r in records) == [0, 1]
+    homes = [tmp_path / "results" / "redis" / "servers" / key for key in by_server]
+    gone(tmp_path, "redis-server", [private_dir(home) for home in homes])
+
+
+@pytest.mark.e2e
+def test_a_server_that_dies_mid_run_fails_that_run_and_is_started_again(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from helpers import SNAKEMAKE, processes_under
+
+    spec = yaml.safe_load((ROOT / "config/campaigns/redis.yaml").read_text())
+    spec.update(variables={"clients": [1], "requests": [100_000_000]}, nb_runs=2, timeout_s=3, plots=[])
+    camp = write_campaign(tmp_path, spec)
+    cmd = [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
+           "--configfile", str(ROOT / "config/config.yaml"), "--cores", "1", "all", "--config", f"campaign={camp}"]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not processes_under(tmp_path, "redis-benchmark"):
+        assert time.monotonic() < deadline and proc.poll() is None, "the benchmark never started"
+        time.sleep(0.05)
+    for pid in processes_under(tmp_path, "redis-server"):  # the server itself, not its launcher
+        if Path(f"/proc/{pid}/comm").read_text().strip() == "redis-server":
+            os.kill(pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    first, second = (tmp_path / "results/redis/runs/clients-1/requests-100000000" / f"run-{i}" for i in (1, 2))
+    status = yaml.safe_load((first / "status.json").read_text())
+    assert status["status"] == "hook_failed"
+    assert status["reason"] == "the campaign's redis server was killed by signal 9 during the run"
+    assert "HOOK_FAILED: the campaign's redis server was killed by signal 9 during the run" in err
+    assert "was killed by signal 9; starting it again" in err
+    # The next run met a new server (and timed out, as its client asked too much).
+    assert yaml.safe_load((second / "status.json").read_text())["status"] == "timeout"
+    served = server_records(tmp_path)
+    assert served[str(second.relative_to(tmp_path / "results"))]["runs_before"] == 0
+    assert len({r["pid"] for r in served.values()}) == 2
+    gone(tmp_path, "redis-server")
+
+
+@pytest.mark.e2e
+def test_a_run_scoped_server_goes_with_its_timed_out_run(tmp_path):
+    import re
+
+    frame = run_ready_campaign(tmp_path, "redis", benchmark={"type": "redis", "server": "run"}, nb_runs=1,
+                               variables={"clients": [1], "requests": [100_000_000]}, timeout_s=2, plots=[])  # fmt: skip
+    assert list(frame["status"]) == ["timeout"] and not server_records(tmp_path)
+    log = next((tmp_path / "results").rglob("server.log")).read_text()
+    private = Path(re.search(r"connections at (/\S+)/redis\.sock", log).group(1))
+    gone(tmp_path, "redis-server", [private])
 
 
 @pytest.mark.e2e
@@ -547,6 +642,8 @@ def test_a_killed_workflow_takes_its_redis_server(tmp_path):
     import time
 
     from helpers import SNAKEMAKE, processes_under
+
+    from perfsnake.stages.servers import private_dir
 
     spec = yaml.safe_load((ROOT / "config/campaigns/redis.yaml").read_text())
     spec.update(variables={"clients": [1], "requests": [100_000_000]}, nb_runs=1, plots=[])
@@ -561,12 +658,15 @@ def test_a_killed_workflow_takes_its_redis_server(tmp_path):
         assert time.monotonic() < deadline and proc.poll() is None, "the benchmark never started"
         time.sleep(0.05)
     servers = processes_under(tmp_path, "redis-server")
+    homes = list((tmp_path / "results/redis/servers").iterdir())
+    assert servers and len(homes) == 1 and private_dir(homes[0]).is_dir()
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 10
-    while processes_under(tmp_path, "redis-server") or any(Path(f"/proc/{p}").exists() for p in servers):
+    deadline = time.monotonic() + 20
+    while any(Path(f"/proc/{p}").exists() for p in servers):
         assert time.monotonic() < deadline, "redis-server outlived the killed workflow"
         time.sleep(0.05)
+    gone(tmp_path, "redis-server", [private_dir(homes[0])])
 
 
 # ---- memcached ------------------------------------------------------------------------------

@@ -16,8 +16,10 @@ from perfsnake.benchmarks.memcached import MemcachedBenchmark
 from perfsnake.benchmarks.postgresql import PostgresqlBenchmark
 from perfsnake.benchmarks.redis import RedisBenchmark
 from perfsnake.benchmarks.rocksdb import RocksDBBenchmark
+from perfsnake.benchmarks.server import ServerTool
 from perfsnake.benchmarks.stress_ng import StressNgBenchmark
 from perfsnake.benchmarks.sysbench import SysbenchBenchmark
+from perfsnake.errors import CampaignError
 
 BUILTINS: dict[str, type[Benchmark]] = {
     "cyclictest": CyclictestBenchmark,
@@ -44,4 +46,8 @@ def make_benchmark(spec: str | dict, source: str) -> Benchmark:
         return CommandBenchmark(spec, source)
     if spec["type"] == "imported":
         return ImportedBenchmark(spec, source)
-    return BUILTINS[spec["type"]](spec, source)
+    kind = BUILTINS[spec["type"]]
+    if "server" in spec and not issubclass(kind, ServerTool):
+        servers = ", ".join(n for n, k in BUILTINS.items() if issubclass(k, ServerTool))
+        raise CampaignError(source, "benchmark.server", f"{spec['type']} starts no server (the servers: {servers})")
+    return kind(spec, source)

@@ -34,6 +34,7 @@ class RunContext:
     run_dir: Path
     duration_s: float
     src_dir: Path | None = None
+    server: str | None = None  # the directory of the campaign's running server, if it has one
 
 
 #: Benchmark keys read only when a run's output is parsed (collect).

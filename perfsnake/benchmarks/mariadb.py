@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from perfsnake.benchmarks.base import RunContext
 from perfsnake.benchmarks.server import ServerTool, words
 from perfsnake.benchmarks.sysbench import _FIELDS
 from perfsnake.escape import value_text
@@ -38,6 +37,7 @@ class MariadbBenchmark(ServerTool):
     executable = "sysbench"
     package = "sysbench"
     run_defaults = {"script": "oltp_read_write", "threads": 1, "tables": 2, "table_size": 10000, "buffer_pool": "128M"}
+    server_variables = ("buffer_pool",)
     kinds = {"script": SCRIPTS, "threads": "int", "tables": "int", "table_size": "int", "time_s": "int"}
     metrics = ("tps", "qps", "total_events", "total_time_s", "latency_min_ms", "latency_avg_ms", "latency_p95_ms",
                "latency_max_ms")  # fmt: skip
@@ -52,9 +52,6 @@ class MariadbBenchmark(ServerTool):
         if not _SIZE.match(value_text(p["buffer_pool"])):
             raise self.fail("variables.buffer_pool", f"{value_text(p['buffer_pool'])!r} is not a size such as 128M")
 
-    def run_command(self, ctx: RunContext) -> list[str]:
-        return self.server_argv({"time_s": max(1, round(ctx.duration_s)), **self.params(ctx.params)})
-
     def server_commands(self, p: dict[str, object]) -> tuple[str, str, str, str]:
         sock = "$dir/mariadb.sock"
         me = ' --user="$(id -un)"'  # as root, mariadbd must be told it may stay root
@@ -65,7 +62,7 @@ class MariadbBenchmark(ServerTool):
         admin = ("--no-defaults", "-S", sock, "-u", "root")
         sysbench = words("sysbench", str(p["script"]), "--db-driver=mysql", f"--mysql-socket={sock}", "--mysql-user=root",
                          f"--tables={value_text(p['tables'])}", f"--table-size={value_text(p['table_size'])}")  # fmt: skip
-        client = (words("mariadb", *admin, "-e", "CREATE DATABASE sbtest") + " && " + sysbench
+        client = (words("mariadb", *admin, "-e", "DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest") + " && " + sysbench
                   + " prepare >sysbench-prepare.log 2>&1 && " + sysbench
                   + " " + words(f"--threads={value_text(p['threads'])}", f"--time={value_text(p['time_s'])}",
                                 "--percentile=95", "run"))  # fmt: skip

@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from perfsnake.benchmarks.base import RunContext
 from perfsnake.benchmarks.server import ServerTool, words
 from perfsnake.escape import value_text
 
@@ -31,6 +30,7 @@ class MemcachedBenchmark(ServerTool):
     executable = "memcslap"
     package = "libmemcached-tools"
     run_defaults = {"test": "get", "concurrency": 4, "keys": 50000, "binary": False, "threads": 4, "memory_mb": 256}
+    server_variables = ("threads", "memory_mb")
     kinds = {"test": TESTS, "concurrency": "int", "keys": "int", "binary": (True, False), "threads": "int",
              "memory_mb": "int"}  # fmt: skip
     metrics = ("ops", "time_s", "ops_per_s")
@@ -38,9 +38,6 @@ class MemcachedBenchmark(ServerTool):
 
     def check_record(self, p: Mapping[str, object]) -> None:
         self.require("memcached", "memcached")
-
-    def run_command(self, ctx: RunContext) -> list[str]:
-        return self.server_argv(self.params(ctx.params))
 
     def server_commands(self, p: dict[str, object]) -> tuple[str, str, str, str]:
         sock = "$dir/memcached.sock"

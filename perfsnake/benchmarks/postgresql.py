@@ -22,7 +22,6 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from perfsnake.benchmarks.base import RunContext
 from perfsnake.benchmarks.server import ServerTool, words
 from perfsnake.escape import value_text
 
@@ -50,6 +49,7 @@ class PostgresqlBenchmark(ServerTool):
     package = "postgresql-15"
     run_defaults = {"mode": "tpcb-like", "scale": 1, "clients": 1, "threads": 1, "shared_buffers": "128MB",
                     "fsync": "on", "synchronous_commit": "on"}  # fmt: skip
+    server_variables = ("shared_buffers", "fsync", "synchronous_commit")
     kinds = {"mode": MODES, "scale": "int", "clients": "int", "threads": "int", "time_s": "int",
              "fsync": ("on", "off"), "synchronous_commit": ("on", "off")}  # fmt: skip
     metrics = ("tps", "latency_avg_ms", "transactions", "failed_transactions", "connection_ms")
@@ -71,10 +71,6 @@ class PostgresqlBenchmark(ServerTool):
             )
         if int(p["threads"]) > int(p["clients"]):  # type: ignore[call-overload]
             raise self.fail("variables.threads", "pgbench needs at least as many clients as threads")
-
-    def run_command(self, ctx: RunContext) -> list[str]:
-        p = {"time_s": max(1, round(ctx.duration_s)), **self.params(ctx.params)}
-        return self.server_argv(p)
 
     def server_commands(self, p: dict[str, object]) -> tuple[str, str, str, str]:
         b = bindir() or Path("/usr/lib/postgresql/15/bin")

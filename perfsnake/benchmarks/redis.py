@@ -18,7 +18,6 @@ import io
 import re
 from collections.abc import Mapping
 
-from perfsnake.benchmarks.base import RunContext
 from perfsnake.benchmarks.server import ServerTool, words
 from perfsnake.escape import value_text
 
@@ -36,6 +35,7 @@ class RedisBenchmark(ServerTool):
     package = "redis-tools"
     run_defaults = {"tests": "set,get", "clients": 50, "requests": 100000, "pipeline": 1, "data_size": 64,
                     "io_threads": 1, "maxmemory": ""}  # fmt: skip
+    server_variables = ("io_threads", "maxmemory")
     kinds = {"clients": "int", "requests": "int", "pipeline": "int", "data_size": "int", "io_threads": "int"}
     metrics = tuple(f"{t}_{m}" for t in ("set", "get") for m in _COLUMNS.values())
     declared_units = {f"{t}_rps": "requests/s" for t in TESTS}
@@ -50,9 +50,6 @@ class RedisBenchmark(ServerTool):
                                                f"(tests: {', '.join(TESTS)})")  # fmt: skip
         if not _MAXMEMORY.match(value_text(p["maxmemory"])):
             raise self.fail("variables.maxmemory", f"{value_text(p['maxmemory'])!r} is not a size such as 256mb")
-
-    def run_command(self, ctx: RunContext) -> list[str]:
-        return self.server_argv(self.params(ctx.params))
 
     def server_commands(self, p: dict[str, object]) -> tuple[str, str, str, str]:
         sock = "$dir/redis.sock"

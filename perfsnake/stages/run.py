@@ -12,6 +12,7 @@ import os
 import shlex
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -26,6 +27,7 @@ from perfsnake.escape import value_text
 from perfsnake.hostlock import host_lock
 from perfsnake.instruments.base import Context
 from perfsnake.machine import state as machine_state
+from perfsnake.stages import servers
 
 if TYPE_CHECKING:
     from perfsnake.planning import CampaignIndex
@@ -121,15 +123,38 @@ def execute(
     campaign: str = "",
     label: str = "",
     hooks: tuple[list, list, object] | None = None,
+    server: servers.Server | None = None,
 ) -> int:
     """Run one benchmark through the platform's launcher; returns its exit code.
 
-    The host's benchmark lock is held from before the pre-run hooks to after
-    the post-run hooks, so no other invocation's run overlaps any of it.
+    The host's benchmark lock is held from before the pre-run hooks (and the
+    start of the campaign's server, if it needs one) to after the post-run
+    hooks, so no other invocation's run overlaps any of it.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     with host_lock():
-        return _execute_locked(launch, run_dir, script, timeout_s, progress, campaign, label, hooks)
+        if server is not None:
+            problem = server.ensure()
+            if problem:
+                # The client would run against nothing: the run is data with the reason.
+                _announce(progress, campaign, label)
+                write_hook_failed(run_dir, problem)
+                return 0
+            server.serve(run_dir)
+        code = _execute_locked(launch, run_dir, script, timeout_s, progress, campaign, label, hooks, server)
+        if server is not None and _status_of(run_dir) not in ("ok", "hook_failed"):
+            # The client may have failed because the server died under it.
+            lost = server.lost()
+            if lost:
+                write_hook_failed(run_dir, lost)
+        return code
+
+
+def _status_of(run_dir: Path) -> object:
+    try:
+        return json.loads((run_dir / STATUS_FILE).read_text()).get("status")
+    except (OSError, ValueError):
+        return None
 
 
 def _execute_locked(
@@ -141,12 +166,14 @@ def _execute_locked(
     campaign: str,
     label: str,
     hooks: tuple[list, list, object] | None,
+    server: servers.Server | None = None,
 ) -> int:
     """Pre-run hooks run before the launcher starts, teardown and post-run hooks
     after it returned, whatever happened; what each did goes to hooks.json."""
-    if not hooks or not (hooks[0] or hooks[1]):
-        return _launch(launch, run_dir, script, timeout_s, progress, campaign, label)
-    pre, post, ctx = hooks
+    pre, post, ctx = hooks or ([], [], None)
+    watched = [server.watched()] if server is not None else []
+    if not pre and not post:
+        return _launch_watched(launch, run_dir, script, timeout_s, progress, campaign, label, watched)
     report: list[dict[str, object]] = []
     started: list[tuple[object, dict[str, object]]] = []
     try:
@@ -160,17 +187,12 @@ def _execute_locked(
                 _announce(progress, campaign, label)
                 write_hook_failed(run_dir, str(state["failed"]))
                 return 0
-        watcher = DaemonWatcher(run_dir, [(hook, state) for hook, state in started if state.get("_proc")])
-        with watcher:
-            try:
-                return _launch(launch, run_dir, script, timeout_s, progress, campaign, label)
-            except RuntimeError:
-                if watcher.died is None:
-                    raise
-        # A daemon the run depends on died while it ran: the launcher was
-        # stopped, and the run is data with the reason.
-        write_hook_failed(run_dir, watcher.died)
-        return 0
+        for hook, state in started:
+            proc = state.get("_proc")
+            if isinstance(proc, subprocess.Popen):
+                name = getattr(hook, "spec", {}).get("name", "daemon")
+                watched.append((f"the {name} daemon", proc, run_dir / f"daemon-{name}" / STATUS_FILE))
+        return _launch_watched(launch, run_dir, script, timeout_s, progress, campaign, label, watched)
     finally:
         for hook, state in reversed(started):
             done = hook.teardown(ctx, state)  # type: ignore[attr-defined]
@@ -181,13 +203,39 @@ def _execute_locked(
         safefile.write_text(run_dir / HOOKS_FILE, json.dumps(report, indent=1, default=str) + "\n")
 
 
-class DaemonWatcher:
-    """Watches the run's daemons while the benchmark runs; when one exits, it
-    stops the benchmark's launcher at once (SIGTERM: the launcher then stops
-    every process of the run), instead of letting the benchmark run against
-    nothing until its timeout."""
+#: a process the run depends on: (its description, the process, its launcher's status file)
+Watched = tuple[str, subprocess.Popen, Path]
 
-    def __init__(self, run_dir: Path, daemons: list[tuple[object, dict[str, object]]]) -> None:
+
+def _launch_watched(launch: Launch, run_dir: Path, script: str, timeout_s: float | None, progress: Progress | None,
+                    campaign: str, label: str, watched: list[Watched]) -> int:  # fmt: skip
+    """The launch, stopped early should a daemon or server it depends on die."""
+    if not watched:
+        return _launch(launch, run_dir, script, timeout_s, progress, campaign, label)
+    watcher = DaemonWatcher(run_dir, watched)
+    with watcher:
+        try:
+            code = _launch(launch, run_dir, script, timeout_s, progress, campaign, label)
+        except RuntimeError:
+            if watcher.died is None:
+                raise
+    # A daemon the run depends on died while it ran (the launcher was stopped,
+    # or the benchmark ended first, its client having lost the server): the
+    # run is data with the reason.
+    died = watcher.died or watcher.check()
+    if died is None:
+        return code
+    write_hook_failed(run_dir, died)
+    return 0
+
+
+class DaemonWatcher:
+    """Watches the run's daemons (and the campaign's server) while the
+    benchmark runs; when one exits, it stops the benchmark's launcher at once
+    (SIGTERM: the launcher then stops every process of the run), instead of
+    letting the benchmark run against nothing until its timeout."""
+
+    def __init__(self, run_dir: Path, daemons: list[Watched]) -> None:
         self.run_dir = run_dir
         self.daemons = daemons
         self.died: str | None = None
@@ -206,19 +254,17 @@ class DaemonWatcher:
 
     def _watch(self) -> None:
         while not self._stop.wait(0.05):
-            for hook, state in self.daemons:
-                if state["_proc"].poll() is not None:  # type: ignore[attr-defined]
-                    name = getattr(hook, "spec", {}).get("name", "daemon")
-                    self.died = f"the {name} daemon exited with status {self._exit_code(name)} during the run"
-                    self._stop_launcher()
-                    return
+            self.died = self.check()
+            if self.died:
+                self._stop_launcher()
+                return
 
-    def _exit_code(self, name: str) -> object:
-        """The daemon's own exit status, as its launcher recorded it."""
-        try:
-            return json.loads((self.run_dir / f"daemon-{name}" / STATUS_FILE).read_text()).get("exit_code")
-        except (OSError, ValueError):
-            return "unknown"
+    def check(self) -> str | None:
+        """Why the run cannot be trusted: a daemon it depends on has exited."""
+        for what, proc, status in self.daemons:
+            if proc.poll() is not None:
+                return f"{what} {servers.how_it_exited(status)} during the run"
+        return None
 
     def _stop_launcher(self) -> None:
         """SIGTERM to this run's launcher, found from its state file (and only
@@ -233,11 +279,16 @@ class DaemonWatcher:
 
 
 def write_hook_failed(run_dir: Path, reason: str) -> None:
-    """status.json of a run that a pre-run hook stopped before it started."""
+    """status.json of a run that a pre-run hook stopped before it started, or
+    whose daemon died under it (what the launcher recorded stays)."""
     now = time.time()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
     status = {"status": "hook_failed", "exit_code": None, "signal": 0, "reason": reason, "wall_s": 0.0,
               "start": stamp, "end": stamp, "start_epoch": now, "end_epoch": now}  # fmt: skip
+    try:
+        status = {**json.loads((run_dir / STATUS_FILE).read_text()), "status": "hook_failed", "reason": reason}
+    except (OSError, ValueError):
+        pass
     safefile.write_text(run_dir / STATUS_FILE, json.dumps(status, indent=1) + "\n")
 
 
@@ -278,7 +329,7 @@ _DONE_BEFORE: dict[str, int] = {}
 
 
 def run_script(index: CampaignIndex, name: str, record_path: str, run: int, workdir: Path,
-               extra: dict[str, object] | None = None) -> tuple[Path, str]:  # fmt: skip
+               extra: dict[str, object] | None = None, server: servers.Server | None = None) -> tuple[Path, str]:  # fmt: skip
     """The run directory and the text of its command.sh (absolute paths, re-runnable by hand)."""
     c = index.campaigns[name]
     record = c.by_path[record_path]
@@ -288,7 +339,7 @@ def run_script(index: CampaignIndex, name: str, record_path: str, run: int, work
     params = {**c.run_params(record), **(extra or {})}
     source = bench.source_for(params)
     src_dir = layout.here(layout.source_dir(source_key(source)), workdir) if source else None
-    ctx = RunContext(params, build_dir, rdir, c.duration_s, src_dir)
+    ctx = RunContext(params, build_dir, rdir, c.duration_s, src_dir, str(server.directory) if server else None)
     header = {"campaign": name, "record": record_path, "run": run}
     body = c.instruments.compose(Context(params, rdir, workdir), bench.run_command(ctx))
     return rdir, command_text(rdir, body, header=header)
@@ -300,7 +351,8 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
     c = index.campaigns[name]
     # A port the run's daemon and benchmark may share ({free_port}).
     extra: dict[str, object] = {"free_port": free_port()}
-    rdir, script = run_script(index, name, record_path, run, workdir, extra)
+    server = servers.for_run(index, name, record_path, workdir)
+    rdir, script = run_script(index, name, record_path, run, workdir, extra, server)
     if name not in _DONE_BEFORE:
         _DONE_BEFORE[name] = count_done(index.possible_run_targets(name))
     progress = progress_for(name, len(c.records) * c.max_runs, _DONE_BEFORE[name])
@@ -312,7 +364,9 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
 
     before = machine_state.snapshot()
     execute(launch, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
-            hooks=(c.instruments.pre, c.instruments.post, ctx))  # fmt: skip
+            hooks=(c.instruments.pre, c.instruments.post, ctx), server=server)  # fmt: skip
+    if server is not None:
+        servers.after_run(server)
     # After the run, outside the timed interval (the launcher's).
     safefile.write_text(
         rdir / machine_state.STATE_FILE, json.dumps({"before": before, "after": machine_state.snapshot()}) + "\n"
