@@ -26,6 +26,7 @@ from perfsnake.benchmarks.imported import ImportedBenchmark
 from perfsnake.errors import CampaignError, did_you_mean
 from perfsnake.escape import key_component, record_path, value_text
 from perfsnake.instruments import Instruments
+from perfsnake.layout import FLOOR_VARIABLE
 from perfsnake.platforms import PLATFORMS as PLATFORM_FACTORIES
 from perfsnake.platforms import Local, Platform, make_platform
 from perfsnake.schema import fill_defaults, load_schema, schema_defaults  # noqa: F401 - re-exported
@@ -242,6 +243,8 @@ class Campaign:
     compare: list[tuple[str, str]] = field(default_factory=list)
     #: for the derived campaign of profiled runs (`profile_differences`): the campaign it explains
     why_of: str | None = None
+    #: for the derived campaign of layout builds (`noise_floor`): the campaign whose floor it measures
+    floor_of: str | None = None
     #: earlier result directories or artifact zips compared with this campaign's results
     compare_with: list[str] = field(default_factory=list)
     precision: dict | None = None
@@ -806,7 +809,7 @@ def _derived_campaign(c: Campaign, suffix: str, instruments: Instruments, **chan
     own; `changes` set the rest (what it is of `c`, its runs)."""
     derived = dataclasses.replace(
         c, name=f"{c.name}__{suffix}", instruments=instruments, plots=[], compare=[], **changes,
-        data={**c.data, "control": False, "compare": [], "plots": [], "profile_differences": None},
+        data={**c.data, "control": False, "compare": [], "plots": [], "profile_differences": None, "noise_floor": None},
     )  # fmt: skip
     derived.by_path = c.by_path
     return derived
@@ -839,10 +842,51 @@ def why_campaign(c: Campaign) -> Campaign | None:
                     compare_with=[], why_of=c.name)  # fmt: skip
 
 
+def floor_campaign(c: Campaign) -> Campaign | None:
+    """The layout builds of `noise_floor`: each selected record built
+    `layouts` times (the `layout` build variable seeds the function order),
+    each build run under environment padding, under results/<name>__floor/."""
+    spec = c.data.get("noise_floor")
+    if spec is None:
+        return None
+    import shutil
+
+    if c.imported or not c.benchmark.needs_build():
+        raise CampaignError(c.origin, "noise_floor", f"{c.benchmark.name} is not built here: its layout cannot change")
+    if FLOOR_VARIABLE in c.variables:
+        raise CampaignError(c.origin, f"variables.{FLOOR_VARIABLE}", "is the variable noise_floor adds: rename it")
+    if isinstance(c.platform, Local) and shutil.which("ld.lld") is None:
+        raise CampaignError(c.origin, "noise_floor", "needs lld (Debian package lld; run: bash scripts/setup/apt.sh)")
+    selected = []
+    for i, where in enumerate(spec.get("records") or [{}]):
+        for var in where:
+            if var not in c.variables:
+                raise CampaignError(
+                    c.origin, f"noise_floor.records[{i}]", f"{var!r} is not a variable{did_you_mean(var, c.variables)}"
+                )
+        found = [r for r in c.records if all(value_text(r.values[k]) == value_text(v) for k, v in where.items())]
+        if not found:
+            raise CampaignError(c.origin, f"noise_floor.records[{i}]", f"selects no record ({where})")
+        selected += [r for r in found if r not in selected]
+    order, build_vars = [*c.variables, FLOOR_VARIABLE], [*c.build_vars, FLOOR_VARIABLE]
+    tag = c.platform.build_tag()
+    records = [
+        Record(values, record_path(values, order), tag + key_component(values, build_vars))
+        for r in selected
+        for values in ({**r.values, FLOOR_VARIABLE: k} for k in range(1, int(spec["layouts"]) + 1))
+    ]
+    derived = _derived_campaign(c, "floor", c.instruments, nb_runs=int(spec["runs"]), precision=None, bisect=None,
+                                references=[], compare_with=[], floor_of=c.name, variables=order,
+                                build_vars=build_vars, records=records)  # fmt: skip
+    derived.by_path = {r.path: r for r in records}
+    return derived
+
+
 def load_campaigns(paths: list[str], origin: str = "config") -> list[Campaign]:
     campaigns = [load_campaign(p) for p in paths]
     campaigns += [d for c in list(campaigns) for d in control_campaigns(c)]
     campaigns += [w for c in list(campaigns) if (w := why_campaign(c)) is not None]
+    campaigns += [f for c in list(campaigns) if (f := floor_campaign(c)) is not None]
     seen: dict[str, str] = {}
     for c in campaigns:
         if c.name in seen:

@@ -180,6 +180,20 @@ def report_targets(campaign: str, overhead: bool, flamegraphs: bool) -> list[str
     return [*table_files(campaign), *(page(campaign, n) for n in names)]
 
 
+#: the build variable a noise-floor campaign adds: the seed of a build's function order
+FLOOR_VARIABLE = "layout"
+
+
+def noise_floor(campaign: str) -> str:
+    """Each selected record's layout noise floor (`noise_floor`)."""
+    return f"{RESULTS}/{campaign}/floor/noise_floor.csv"
+
+
+def floor_campaign(campaign: str) -> str:
+    """The derived campaign of a campaign's layout builds."""
+    return f"{campaign}__floor"
+
+
 def why_dir(campaign: str) -> str:
     return f"{RESULTS}/{campaign}/why"
 

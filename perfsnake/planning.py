@@ -106,6 +106,8 @@ class CampaignIndex:
         c = self.campaigns[name]
         if c.control_of:
             return [layout.results_json(name)]  # compared in the controlled campaign's overhead.csv
+        if c.floor_of:
+            return []  # read by its campaign's noise_floor.csv
         if c.why_of:
             return []  # its runs are asked for by the pairs the statistics pick (rules/why.smk)
         targets = [layout.csv(name), layout.rows_json(name), layout.commands(name)]
@@ -116,6 +118,8 @@ class CampaignIndex:
             targets += [*layout.compare_outputs(name), layout.page(name, "compare")]
         if c.data.get("profile_differences"):
             targets += [layout.why_report(name), layout.page(name, "why")]
+        if c.data.get("noise_floor"):
+            targets += [layout.noise_floor(name), layout.page(name, "floor")]
         for plot in c.plots:
             targets += [layout.plot(name, plot["name"], ext) for ext in ("svg", "png", "pdf")]
         if c.bisect:
@@ -134,8 +138,8 @@ class CampaignIndex:
         """Post-processing products the campaign's instruments declare (flame graphs...)."""
         c = self.campaigns[name]
         targets: list[str] = []
-        if c.why_of:
-            return targets  # only the pairs' folded stacks and differential graphs (rules/why.smk)
+        if c.why_of or c.floor_of:
+            return targets  # only the pairs' folded stacks and differential graphs (rules/why.smk); the floor's runs
         for instrument in c.instruments.all():
             targets += instrument.targets(name, [r.path for r in c.records], c.nb_runs, c.compare)
         return targets
@@ -304,6 +308,10 @@ class CampaignIndex:
             path = Path(raw)
             out.append(str(path / f"{path.name}.csv") if path.is_dir() else raw)
         return out
+
+    def floor_inputs(self, name: str) -> list[str]:
+        """The noise floor the campaign's comparisons and gates are marked with, if it has one."""
+        return [layout.noise_floor(name)] if self.campaigns[name].data.get("noise_floor") else []
 
     def baseline_inputs(self, name: str) -> list[str]:
         """Earlier result directories the campaign's gates compare with (their results.json)."""

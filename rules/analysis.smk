@@ -8,7 +8,11 @@ rule analyse:
         results="results/{campaign}/results.json",
         # Earlier result directories the reference gates compare with.
         baselines=lambda wildcards: INDEX.baseline_inputs(wildcards.campaign),
-        code=layout.package_code("stages/analysis.py", "stats.py", "gates.py"),
+        # The campaign's layout noise floor, if it measures one (rules/floor.smk).
+        floor=lambda wildcards: INDEX.floor_inputs(wildcards.campaign),
+        code=layout.package_code(
+            "stages/analysis.py", "stats.py", "gates.py", "floor.py"
+        ),
     output:
         summary="results/{campaign}/summary.csv",
         # Shown in the report as HTML pages (rules/report.smk), not as downloads.

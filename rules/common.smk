@@ -40,6 +40,20 @@ if workflow.is_main_process and "bench_lock" not in workflow.global_resources:
     )
 
 
+# Snakemake's job-rate limit (--max-jobs-per-timespan, default 100/1s) makes
+# every scheduling round start a timer that triggers another round a second
+# later: with one run at a time, about ten rounds per run, each walking every
+# waiting run job's inputs (JobScheduler.update_input_sizes), so a run costs
+# 30-40 ms of scheduling with 2,000-3,000 runs waiting against ~10 ms with a
+# few hundred. Runs are serialised anyway, so locally there is no rate limit
+# (remote executors keep theirs). The option has no "off" value and the
+# settings are read when the scheduler is built, so onstart (which runs after
+# that, before the first round) drops the limiter.
+onstart:
+    if workflow.local_exec and getattr(workflow, "scheduler", None) is not None:
+        workflow.scheduler.job_rate_limiter = None
+
+
 wildcard_constraints:
     **layout.WILDCARDS,
 

@@ -27,6 +27,8 @@ def main() -> None:
                            Path(sm.input.significant), [Path(t) for t in sm.input.tables], out)  # fmt: skip
     elif hasattr(sm.output, "overhead"):
         tables.csv_html(Path(sm.input.overhead), Path(sm.output.overhead), f"{name}: instrument overhead")
+    elif hasattr(sm.output, "floor"):
+        tables.csv_html(Path(sm.input.floor), Path(sm.output.floor), f"{name}: layout noise floor")
     else:
         tables.write_flamegraph_page(unflow(sm.params.entries), Path(sm.output.flamegraphs), f"{name}: flame graphs")
 

@@ -177,4 +177,4 @@ def test_shipped_campaigns_are_valid():
     assert files
     # each file once, with the campaigns derived from it (controls, profiled runs)
     loaded = load_campaigns(files)
-    assert len([c for c in loaded if not c.control_of and not c.why_of]) == len(files)
+    assert len([c for c in loaded if not c.control_of and not c.why_of and not c.floor_of]) == len(files)

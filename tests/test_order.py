@@ -50,3 +50,16 @@ def test_runs_of_two_builds_interleave_after_both_builds(tmp_path):
     assert jobs_run(proc, "build") == 1 and jobs_run(proc, "run") == 2
     after = statuses(tmp_path, "twobuilds")
     assert all(after[k]["start"] == v for k, v in before.items())
+
+
+def test_scheduling_rounds_follow_finished_jobs_not_a_timer(tmp_path):
+    """Snakemake's job-rate limiter re-runs the scheduler every second while a
+    run holds the lock (each round walks every waiting run's inputs: tens of
+    ms per run at thousands of runs); the workflow turns it off for local runs
+    (rules/common.smk, onstart), so rounds happen only when jobs finish."""
+    spec = {"name": "rounds", "benchmark": {"type": "command", "command": "sleep 1.2"}, "nb_runs": 4, "plots": []}
+    proc = snakemake(tmp_path, write_campaign(tmp_path, spec), "--cores", "1", "all", "--verbose")
+    log = proc.stdout + proc.stderr
+    rounds, finished = log.count("Ready jobs:"), log.count("Finished jobid:")
+    # With the limiter: about one more round per second of runs (29 rounds for 12 jobs here).
+    assert finished >= 10 and rounds <= finished + 1, (rounds, finished)

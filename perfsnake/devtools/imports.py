@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.modes": 1,
     "perfsnake.importers": 1,  # other tools' files, parsed
     "perfsnake.precision": 2,
+    "perfsnake.floor": 2,
     "perfsnake.bisect": 2,
     "perfsnake.versions": 2,
     "perfsnake.benchmarks": 2,

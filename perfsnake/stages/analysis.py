@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsnake import gates, layout, why
+from perfsnake import floor, gates, layout, why
 from perfsnake.escape import record_path, value_text
 from perfsnake.modes import two_modes
 from perfsnake.schema import schema_defaults
@@ -284,7 +284,11 @@ def write_significant(
             "bh": "Benjamini-Hochberg-adjusted (false-discovery rate)",
         }.get(correction, "uncorrected")
         raw = sum(float(r["p_value"]) < float(r["alpha"]) for r in rows)  # type: ignore[arg-type]
-        lines.append(f"{len(sig)} of {len(rows)} comparisons significant on {how} p-values ({raw} before correction).")
+        noise = sum(r.get("layout_noise") == floor.WITHIN for r in sig)
+        lines.append(
+            f"{len(sig)} of {len(rows)} comparisons significant on {how} p-values ({raw} before correction)"
+            + (f"; {noise} of them {floor.WITHIN}." if noise else ".")
+        )
         lines.append("")
     for r in sig:
         lines.append(
@@ -292,6 +296,11 @@ def write_significant(
             f"{float(r['relative_difference']):+.2%}, p = {float(r['p_value']):.3g}, adjusted p = {float(r.get('p_adjusted', r['p_value'])):.3g}, "  # type: ignore[arg-type]
             f"difference CI [{float(r['diff_ci_low']):.4g}, {float(r['diff_ci_high']):.4g}]"  # type: ignore[arg-type]
             + (" - why: differential profile in why/why.md" if r.get("profile") else "")
+            + (
+                f" - {floor.WITHIN} (floors {float(r['floor_a']):.2%} and {float(r['floor_b']):.2%})"  # type: ignore[arg-type]
+                if r.get("layout_noise") == floor.WITHIN
+                else ""
+            )
         )
     if adjacent:
         lines += ["", "## Adjacent versions", "", "Each version against the one before it (range order):", ""]
@@ -361,10 +370,14 @@ def analyse(
     significant: Path,
     gates_out: Path | None = None,
     baselines: Mapping[str, list[dict]] | None = None,
+    floors: Mapping[tuple[str, str], float] | None = None,
 ) -> None:
+    """`floors`: the layout noise floor per (record path, metric) (noise_floor.csv)."""
     variables = list(info["variables"])  # type: ignore[call-overload]
     rows = summary_rows(results, info)
     verdicts = gate_rows(results, info, baselines)
+    if floors is not None:
+        floor.mark_gates(verdicts, floors, variables)
     if verdicts:
         # The worst verdict of a record's gates on a metric, beside its statistics.
         for row in rows:
@@ -386,6 +399,8 @@ def analyse(
         row = next(r for r in comps if all(r[k] == picked[k] for k in ("metric", "record_a", "record_b")))
         table = layout.why_symbols(name, layout.flat(str(row["record_a"])), layout.flat(str(row["record_b"])))
         row["profile"] = str(Path(table).relative_to(layout.campaign_dir(name)))
+    if floors is not None:
+        floor.mark_comparisons(comps, floors)
     write_csv(comparisons, comps, ["metric", "variable", "a", "b", "fixed"])
     write_significant(
         significant,

@@ -27,7 +27,7 @@ from perfsnake.escape import value_text
 from perfsnake.hostlock import host_lock
 from perfsnake.instruments.base import Context
 from perfsnake.machine import state as machine_state
-from perfsnake.stages import servers
+from perfsnake.stages import layouts, servers
 
 if TYPE_CHECKING:
     from perfsnake.planning import CampaignIndex
@@ -342,7 +342,11 @@ def run_script(index: CampaignIndex, name: str, record_path: str, run: int, work
     ctx = RunContext(params, build_dir, rdir, c.duration_s, src_dir, str(server.directory) if server else None)
     header = {"campaign": name, "record": record_path, "run": run}
     body = c.instruments.compose(Context(params, rdir, workdir), bench.run_command(ctx))
-    return rdir, command_text(rdir, body, header=header)
+    env: dict[str, object] = {}
+    if c.floor_of:  # a layout build's run: the initial stack moves with the environment's size
+        largest = int(index.campaigns[c.floor_of].data["noise_floor"]["max_padding"])
+        env[layouts.PAD_VARIABLE] = layouts.padding(record_path, run, largest)
+    return rdir, command_text(rdir, body, env, header=header)
 
 
 def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> None:

@@ -92,7 +92,8 @@ def outcomes(index: CampaignIndex) -> list[Outcome]:
     for name, c in index.campaigns.items():
         if c.control_of or c.why_of:
             continue
-        files = [p for p in (layout.csv(name), layout.summary(name), layout.significant(name)) if Path(p).exists()]
+        files = [p for p in (layout.csv(name), layout.summary(name), layout.significant(name), layout.noise_floor(name))
+                 if Path(p).exists()]  # fmt: skip
         files += [p for plot in c.plots for p in [layout.plot(name, plot["name"], "png")] if Path(p).exists()]
         plotted = [str(m) for plot in c.plots for m in [*_as_list(plot["y"]), *plot.get("metrics", [])]]
         out.append(Outcome(name, _counts(name), files, _top_differences(name, plotted or list(c.benchmark.metrics))))

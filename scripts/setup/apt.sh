@@ -16,6 +16,8 @@ PACKAGES=(
   redis-server redis-tools memcached libmemcached-tools postgresql-15 mariadb-server
   # Tracing (issue 16): bpftrace programs attached to runs.
   bpftrace
+  # Layout noise floor (issue 22): lld shuffles a build's function order.
+  lld
 )
 # Platforms beyond this machine (issue 7): an sshd for the ssh platform's
 # tests, podman with runc and debootstrap for the container platform, a

@@ -1,0 +1,43 @@
+"""Noise floor stage (rules/floor.smk): each selected record's floor from
+the runs of its layout builds (perfsnake.floor; how they are built and run:
+stages.layouts)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from perfsnake import floor as floor_stats
+from perfsnake import layout
+from perfsnake.stages.analysis import numeric_metrics, options, samples_by_record, write_csv
+
+FIRST = ["metric", "layouts", "runs", "mean", "floor", "floor_low", "floor_high"]
+
+
+def floor_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[str, object]]:
+    """Per selected record and metric: its floor over the layouts, with the
+    variance components behind it."""
+    variables = list(info["variables"])  # type: ignore[call-overload]
+    confidence = float(options(info)["confidence"])  # type: ignore[arg-type]
+    rows = []
+    for metric in numeric_metrics(results):
+        groups: dict[tuple[str, ...], list] = {}
+        by_layout = samples_by_record(results, [*variables, layout.FLOOR_VARIABLE], metric)
+        for key in sorted(by_layout, key=lambda k: (k[:-1], int(k[-1]))):
+            groups.setdefault(key[:-1], []).append(by_layout[key])
+        for record, samples in groups.items():
+            found = floor_stats.layout_floor(samples, confidence)
+            if found is None:
+                continue
+            rows.append({
+                **dict(zip(variables, record, strict=True)), "metric": metric, "layouts": found.layouts,
+                "runs": found.runs, "mean": found.mean, "floor": found.floor, "floor_low": found.low,
+                "floor_high": found.high, "between_sd": found.between_sd, "within_sd": found.within_sd,
+                "f_statistic": found.f_statistic, "confidence": confidence,
+                "layout_means": " ".join(f"{m:.6g}" for m in found.layout_means),
+            })  # fmt: skip
+    return rows
+
+
+def write(results: list[dict], info: Mapping[str, object], out: Path) -> None:
+    write_csv(out, floor_rows(results, info), [*info["variables"], *FIRST])  # type: ignore[misc]

@@ -1,0 +1,44 @@
+# Is the change real (`noise_floor`): the selected records built several
+# times with a shuffled function order and run under environment padding
+# (campaign <name>__floor, never in the statistics); the spread across
+# builds is each record's noise floor, which marks the comparisons and gates
+# of the analysis (perfsnake.floor, perfsnake.stages.floor).
+
+
+rule noise_floor:
+    input:
+        results="results/{campaign}__floor/results.json",
+        code=layout.package_code("floor.py", "stages/floor.py"),
+    output:
+        "results/{campaign}/floor/noise_floor.csv",
+    log:
+        "results/{campaign}/logs/noise_floor.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    params:
+        campaign=campaign_info,
+    script:
+        "../scripts/floor.py"
+
+
+rule noise_floor_page:
+    input:
+        floor="results/{campaign}/floor/noise_floor.csv",
+        info="results/{campaign}/campaign.json",
+        code=layout.package_code("stages/tables.py"),
+    output:
+        floor=report(
+            "results/{campaign}/report/floor.html",
+            caption="../workflow/report/floor.rst",
+            category="{campaign}",
+            subcategory="statistics",
+            labels={"page": "layout noise floor"},
+        ),
+    log:
+        "results/{campaign}/logs/noise_floor_page.log",
+    localrule: True
+    conda:
+        "../envs/analysis.yaml"
+    script:
+        "../scripts/tables.py"
