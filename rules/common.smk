@@ -48,8 +48,12 @@ if workflow.is_main_process and "bench_lock" not in workflow.global_resources:
 # few hundred. Runs are serialised anyway, so locally there is no rate limit
 # (remote executors keep theirs). The option has no "off" value and the
 # settings are read when the scheduler is built, so onstart (which runs after
-# that, before the first round) drops the limiter.
+# that, before the first round) drops the limiter. It also turns the cyclic
+# garbage collector back on (off while planning: see workflow/Snakefile).
 onstart:
+    import gc
+
+    gc.enable()
     if workflow.local_exec and getattr(workflow, "scheduler", None) is not None:
         workflow.scheduler.job_rate_limiter = None
 
