@@ -31,6 +31,12 @@ except CampaignError as exc:
     # One line naming the file, the key and the problem; nothing is written.
     sys.exit(f"perfsnake: error: {exc}")
 
+# A run whose launcher wrote its status before the workflow was killed is
+# finished, even though Snakemake had not yet marked its job complete: keep
+# it instead of measuring it again (perfsnake.stages.run.keep_finished_runs).
+if workflow.is_main_process:
+    run_stage.keep_finished_runs(Path.cwd())
+
 # Runs must never overlap: without the bench_lock resource Snakemake would
 # start several at once. Cluster profiles declare it too (one run per node).
 if workflow.is_main_process and "bench_lock" not in workflow.global_resources:

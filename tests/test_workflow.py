@@ -414,3 +414,28 @@ def test_work_per_second_option(tmp_path):
     m = json.loads((tmp_path / "results/wps/runs/x-1/run-1/result.json").read_text())["metrics"]
     assert m["work_per_s_wps"] == pytest.approx(5000, rel=1e-3)
     assert m["wps_alpha_s"] == pytest.approx(0.01, abs=1e-4) and m["wps_r2"] > 0.999
+
+
+def test_a_run_that_finished_before_the_kill_is_kept(tmp_path):
+    """The launcher's status.json exists, Snakemake's incomplete mark too (the
+    workflow was killed in between): the mark goes, so the run is not redone;
+    marks of unfinished runs and of other files stay."""
+    import base64
+
+    from perfsnake.stages.run import keep_finished_runs
+
+    def mark(key: str) -> Path:
+        path = tmp_path / ".snakemake" / "incomplete" / base64.urlsafe_b64encode(key.encode()).decode()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+        return path
+
+    finished, unfinished = "results/c/runs/x-2/run-1/status.json", "results/c/runs/x-3/run-1/status.json"
+    (tmp_path / finished).parent.mkdir(parents=True)
+    (tmp_path / finished).write_text('{"status": "ok"}')
+    (tmp_path / unfinished).parent.mkdir(parents=True)
+    (tmp_path / "results/c/c.csv").write_text("x\n")
+    marks = [mark(finished), mark(unfinished), mark("results/c/c.csv")]
+    assert keep_finished_runs(tmp_path) == [finished]
+    assert [m.exists() for m in marks] == [False, True, True]
+    assert keep_finished_runs(tmp_path / "elsewhere") == []
