@@ -864,7 +864,7 @@ def floor_campaign(c: Campaign) -> Campaign | None:
                 raise CampaignError(
                     c.origin, f"noise_floor.records[{i}]", f"{var!r} is not a variable{did_you_mean(var, c.variables)}"
                 )
-        found = [r for r in c.records if all(value_text(r.values[k]) == value_text(v) for k, v in where.items())]
+        found = [r for r in c.records if gates.matches(r.values, where)]
         if not found:
             raise CampaignError(c.origin, f"noise_floor.records[{i}]", f"selects no record ({where})")
         selected += [r for r in found if r not in selected]

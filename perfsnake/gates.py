@@ -57,7 +57,8 @@ def better_of(metric: str, given: object, origin: str, key: str) -> str:
     )
 
 
-def _matches(values: Mapping[str, object], where: Mapping[str, object]) -> bool:
+def matches(values: Mapping[str, object], where: Mapping[str, object]) -> bool:
+    """The record has the values a selector (`where`) names, compared as text."""
     return all(value_text(values.get(k)) == value_text(v) for k, v in where.items())
 
 
@@ -80,7 +81,7 @@ def parse_references(
         for var in [*where, *(base if isinstance(base, dict) else {})]:
             if var not in variables:
                 raise CampaignError(origin, key, f"{var!r} is not a variable{did_you_mean(var, variables)}")
-        selected = [r for r in records if _matches(r, where)]
+        selected = [r for r in records if matches(r, where)]
         if not selected:
             raise CampaignError(origin, f"{key}.where", f"selects no record ({where})")
         ref: dict[str, object] = {"index": i, "metric": metric, "where": {k: value_text(v) for k, v in where.items()}}
@@ -95,7 +96,7 @@ def parse_references(
             if isinstance(baseline, dict):
                 ref["baseline"] = {k: value_text(v) for k, v in baseline.items()}
                 for rec in selected:
-                    if not any(_matches(r, {**rec, **baseline}) for r in records):
+                    if not any(matches(r, {**rec, **baseline}) for r in records):
                         raise CampaignError(origin, f"{key}.baseline", f"no record { ({**rec, **baseline}) }")
             else:
                 ref["baseline"] = str(baseline)  # an earlier result directory, checked when analysed
@@ -150,7 +151,7 @@ def evaluate(
         metric = str(ref["metric"])
         for key, x in (samples.get(metric) or {}).items():
             values = dict(zip(variables, key, strict=True))
-            if not _matches(values, ref["where"]):  # type: ignore[arg-type]
+            if not matches(values, ref["where"]):  # type: ignore[arg-type]
                 continue
             row: dict[str, object] = {"gate": ref["index"], **values, "metric": metric, "kind": ref["kind"]}
             if ref["kind"] == "absolute":

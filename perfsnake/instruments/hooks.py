@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from perfsnake import safefile
@@ -77,6 +78,34 @@ def _kill_cgroup(containment: str | None) -> None:
     if containment and containment.startswith("cgroup2:"):
         with contextlib.suppress(OSError):
             Path(containment.split(":", 1)[1], "cgroup.kill").write_text("1")
+
+
+def wait_ready(proc: subprocess.Popen, ready: Callable[[], bool], timeout_s: float, interval_s: float) -> str | None:
+    """Poll `ready` until it holds (None), the launched process ends first
+    ("exited") or `timeout_s` passes ("timeout")."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            return "exited"
+        if ready():
+            return None
+        if time.monotonic() > deadline:
+            return "timeout"
+        time.sleep(interval_s)
+
+
+def stop_launched(proc: subprocess.Popen, out_dir: Path, grace_s: float) -> None:
+    """Stop what a launcher runs: SIGTERM to the launcher, which stops every
+    process of it (SIGKILL after its grace period); should the launcher not
+    end, SIGKILL to it and its cgroup's kill switch."""
+    containment = _containment(out_dir)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s + 10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        _kill_cgroup(containment)
 
 
 def _is_ready(ready: dict, ctx: Context) -> bool:
@@ -191,15 +220,15 @@ class Daemon(Hook):
         """Poll the `ready:` condition until it holds (None), the daemon exits or
         the deadline passes (the problem, in words)."""
         ready: dict = self.spec["ready"]  # type: ignore[assignment]
-        deadline = time.monotonic() + float(ready.get("timeout_s", 30))
-        while True:
-            if proc.poll() is not None:
-                return f"the daemon exited with status {proc.returncode} before it was ready"
-            if _is_ready(ready, ctx):
-                return None
-            if time.monotonic() > deadline:
-                return f"not ready after {float(ready.get('timeout_s', 30)):g} s ({', '.join(f'{k}: {v}' for k, v in ready.items() if k != 'timeout_s')})"
-            time.sleep(0.05)
+        limit = float(ready.get("timeout_s", 30))
+        outcome = wait_ready(proc, lambda: _is_ready(ready, ctx), limit, 0.05)
+        if outcome == "exited":
+            return f"the daemon exited with status {proc.returncode} before it was ready"
+        if outcome == "timeout":
+            return (
+                f"not ready after {limit:g} s ({', '.join(f'{k}: {v}' for k, v in ready.items() if k != 'timeout_s')})"
+            )
+        return None
 
     def teardown(self, ctx: Context, state: dict[str, object]) -> dict[str, object]:
         proc = state.get("_proc")
@@ -209,15 +238,8 @@ class Daemon(Hook):
         containment = _containment(out_dir)
         early_exit = proc.poll()
         if early_exit is None:
-            # The launcher stops every process of the daemon, detached ones
-            # included: TERM, then KILL after the grace period.
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=self.grace_s + 10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                _kill_cgroup(containment)
+            # Every process of the daemon goes, detached ones included.
+            stop_launched(proc, out_dir, self.grace_s)
         status_file = out_dir / "status.json"
         if status_file.exists():
             containment = json.loads(status_file.read_text()).get("containment", containment)

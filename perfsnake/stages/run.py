@@ -112,6 +112,8 @@ def _hook_entry(hook: object, phase: str, outcome: dict[str, object]) -> dict[st
 
 
 Launch = Callable[[Path, str, "float | None"], int]
+#: a process the run depends on: (its description, the process, its launcher's status file)
+Watched = tuple[str, subprocess.Popen, Path]
 
 
 def execute(
@@ -141,8 +143,9 @@ def execute(
                 write_hook_failed(run_dir, problem)
                 return 0
             server.serve(run_dir)
-        code = _execute_locked(launch, run_dir, script, timeout_s, progress, campaign, label, hooks, server)
-        if server is not None and _status_of(run_dir) not in ("ok", "hook_failed"):
+        watched = [server.watched()] if server is not None else []
+        code = _execute_locked(launch, run_dir, script, timeout_s, progress, campaign, label, hooks, watched)
+        if server is not None and read_status(run_dir).get("status") not in ("ok", "hook_failed"):
             # The client may have failed because the server died under it.
             lost = server.lost()
             if lost:
@@ -150,11 +153,12 @@ def execute(
         return code
 
 
-def _status_of(run_dir: Path) -> object:
+def read_status(run_dir: Path) -> dict:
+    """The launcher's status.json of a run ({} while there is none)."""
     try:
-        return json.loads((run_dir / STATUS_FILE).read_text()).get("status")
+        return json.loads((run_dir / STATUS_FILE).read_text())
     except (OSError, ValueError):
-        return None
+        return {}
 
 
 def _execute_locked(
@@ -166,12 +170,14 @@ def _execute_locked(
     campaign: str,
     label: str,
     hooks: tuple[list, list, object] | None,
-    server: servers.Server | None = None,
+    watched: list[Watched] | None = None,
 ) -> int:
     """Pre-run hooks run before the launcher starts, teardown and post-run hooks
-    after it returned, whatever happened; what each did goes to hooks.json."""
+    after it returned, whatever happened; what each did goes to hooks.json.
+    `watched`: what the run depends on besides the hooks' daemons (the
+    campaign's server)."""
     pre, post, ctx = hooks or ([], [], None)
-    watched = [server.watched()] if server is not None else []
+    watched = list(watched or [])
     if not pre and not post:
         return _launch_watched(launch, run_dir, script, timeout_s, progress, campaign, label, watched)
     report: list[dict[str, object]] = []
@@ -201,10 +207,6 @@ def _execute_locked(
         for hook in post:
             report.append(_hook_entry(hook, "post", hook.apply(ctx, "post")))
         safefile.write_text(run_dir / HOOKS_FILE, json.dumps(report, indent=1, default=str) + "\n")
-
-
-#: a process the run depends on: (its description, the process, its launcher's status file)
-Watched = tuple[str, subprocess.Popen, Path]
 
 
 def _launch_watched(launch: Launch, run_dir: Path, script: str, timeout_s: float | None, progress: Progress | None,
@@ -285,10 +287,9 @@ def write_hook_failed(run_dir: Path, reason: str) -> None:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
     status = {"status": "hook_failed", "exit_code": None, "signal": 0, "reason": reason, "wall_s": 0.0,
               "start": stamp, "end": stamp, "start_epoch": now, "end_epoch": now}  # fmt: skip
-    try:
-        status = {**json.loads((run_dir / STATUS_FILE).read_text()), "status": "hook_failed", "reason": reason}
-    except (OSError, ValueError):
-        pass
+    recorded = read_status(run_dir)
+    if recorded:
+        status = {**recorded, "status": "hook_failed", "reason": reason}
     safefile.write_text(run_dir / STATUS_FILE, json.dumps(status, indent=1) + "\n")
 
 
@@ -394,12 +395,9 @@ def first_line(path: Path) -> str:
 
 def failure_line(campaign: str, label: str, rdir: Path) -> str | None:
     """One loud line for a run that failed or timed out (None when it went well)."""
-    try:
-        status = json.loads((rdir / STATUS_FILE).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
+    status = read_status(rdir)
     state = status.get("status")
-    if state == "ok":
+    if state in ("ok", None):
         return None
     if state == "timeout":
         how = f"timed out after {status.get('wall_s', 0):.1f} s"

@@ -22,12 +22,12 @@ and outside the timed interval.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import queue
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from perfsnake import layout, safefile
 from perfsnake.benchmarks.server import ServerTool
+from perfsnake.instruments.hooks import stop_launched, wait_ready
 from perfsnake.platforms import Local
 
 if TYPE_CHECKING:
@@ -146,9 +147,13 @@ class Server:
             time.sleep(0.05)
         return f"the campaign's {self.bench.name} server {how_it_exited(self.home / 'status.json')} during the run"
 
+    @functools.cached_property
+    def _ready_argv(self) -> list[str]:
+        return self.bench.ready_argv(self.params, str(self.directory))
+
     def _answers(self) -> bool:
-        ready = self.bench.ready_argv(self.params, str(self.directory))
-        done = subprocess.run(ready, cwd=self.home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        done = subprocess.run(self._ready_argv, cwd=self.home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              check=False)  # fmt: skip
         return done.returncode == 0
 
     def ensure(self) -> str | None:
@@ -206,17 +211,14 @@ class Server:
         return None
 
     def _wait_ready(self) -> str | None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                how = how_it_exited(self.home / "status.json")
-                return f"the {self.bench.name} server {how} before it was ready: {self._log_line()}"
-            if self._answers():
-                return None
-            if time.monotonic() > deadline:
-                return f"the {self.bench.name} server did not answer within {READY_TIMEOUT_S:g} s: {self._log_line()}"
-            time.sleep(0.01)
+        assert self.proc is not None
+        outcome = wait_ready(self.proc, self._answers, READY_TIMEOUT_S, 0.01)
+        if outcome == "exited":
+            how = how_it_exited(self.home / "status.json")
+            return f"the {self.bench.name} server {how} before it was ready: {self._log_line()}"
+        if outcome == "timeout":
+            return f"the {self.bench.name} server did not answer within {READY_TIMEOUT_S:g} s: {self._log_line()}"
+        return None
 
     def _log_line(self) -> str:
         """The last line of its output that says something (see the log for all)."""
@@ -233,12 +235,7 @@ class Server:
         the grace period); then its directory goes."""
         proc = self.proc
         if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=GRACE_S + 10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_launched(proc, self.home, GRACE_S)
             if not quiet:
                 say(f"{self.label} stopped after {self.served} run{'s' if self.served != 1 else ''}")
         self._clear()
@@ -295,8 +292,10 @@ def for_run(index: CampaignIndex, campaign: str, record_path: str, workdir: Path
 
 def after_run(server: Server) -> None:
     """Stop the server once every run it may serve is done (with a precision
-    loop that may add runs, it stays until the workflow ends)."""
-    if all(os.path.exists(p) for p in server.runs):
+    loop that may add runs, it stays until the workflow ends). Runs found done
+    are dropped from the list, so each is looked for until it is done only."""
+    server.runs = [p for p in server.runs if not os.path.exists(p)]
+    if not server.runs:
         server.stop()
 
 
