@@ -110,6 +110,22 @@ def test_abort_leaves_no_status_and_stops_the_benchmark(psrun, tmp_path):
     assert not alive(int((tmp_path / "pid").read_text()))
 
 
+def test_a_second_abort_does_not_cut_the_grace_short(psrun, tmp_path):
+    # A dead workflow sends several aborts (its group's signal, then the
+    # parent's death signal): the benchmark's own clean-up must still finish.
+    script = (f"cd {tmp_path}; trap 'touch trapped; while [ ! -e go ]; do sleep 0.01; done; touch cleaned; exit 0' TERM; "
+              "echo $$ > pid; sleep 60 & wait")  # fmt: skip
+    proc = subprocess.Popen([str(psrun), "--dir", str(tmp_path), "--grace", "60", "--", "/bin/sh", "-c", script])
+    read_pid(tmp_path / "pid")
+    proc.send_signal(signal.SIGTERM)
+    wait_for(lambda: (tmp_path / "trapped").exists(), what="the benchmark's trap")
+    proc.send_signal(signal.SIGHUP)
+    proc.send_signal(signal.SIGTERM)
+    (tmp_path / "go").touch()
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert (tmp_path / "cleaned").exists()
+
+
 def test_parent_death_stops_the_benchmark(psrun, tmp_path):
     # sh starts psrun in the background and dies at once: psrun must notice.
     holder = subprocess.Popen(

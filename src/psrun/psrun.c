@@ -706,6 +706,9 @@ static int sentinel_signal(void)
 /* Wait for the child, but no longer than `limit` seconds (negative: forever).
  * Returns 1 when reaped, 0 on time-out, -signo when psrun was signalled or
  * its parent died (reported as SIGHUP). */
+/* Set by stop_group: no signal or dead parent shortens the grace. */
+static int stopping;
+
 static int wait_child(pid_t pid, pid_t parent, double limit, int *wstatus,
 		      struct rusage *ru)
 {
@@ -724,9 +727,13 @@ static int wait_child(pid_t pid, pid_t parent, double limit, int *wstatus,
 			return 1;
 		if (r < 0 && errno != EINTR)
 			die("wait4");
-		if (getppid() != parent || (watch_stdin && stdin_closed()))
+		/* Once stopping, only the grace period ends the wait: a second
+		 * abort (the parent's death signal after the sentinel's word)
+		 * must not cut the benchmark's clean-up short. */
+		if (!stopping &&
+		    (getppid() != parent || (watch_stdin && stdin_closed())))
 			return -SIGHUP;
-		sig = sentinel_signal();
+		sig = stopping ? 0 : sentinel_signal();
 		if (sig)
 			return -sig;
 		/* Wake regularly to notice a dead parent or a closed stdin. */
@@ -742,7 +749,7 @@ static int wait_child(pid_t pid, pid_t parent, double limit, int *wstatus,
 		tick.tv_sec = (time_t)step;
 		tick.tv_nsec = (long)((step - (double)tick.tv_sec) * 1e9);
 		sig = sigtimedwait(&set, &info, &tick);
-		if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
+		if (!stopping && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP))
 			return -sig;
 	}
 }
@@ -756,6 +763,7 @@ static int stop_group(pid_t pid, double grace, int *wstatus, struct rusage *ru)
 	int r;
 
 	watch_stdin = 0; /* already stopping: give the grace period in full */
+	stopping = 1;
 	sentinel = -1;
 	kill(-pid, SIGTERM);
 	if (use_cgroup) {
