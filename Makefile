@@ -11,8 +11,8 @@ $(STAMP): requirements.txt pyproject.toml scripts/setup/apt.sh Makefile
 	bash scripts/setup/apt.sh
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	# The package itself (editable: the workflow and its C sources stay in this checkout), for the `perfsnake` command.
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	# The package itself, C sources included as package data (editable: the workflow stays in this checkout), for the `perfsnake` command.
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	# Our Snakemake scheduler plugin, importable from the repository. The .pth
 	# entry is relative to site-packages, so it follows the checkout when moved.
 	$(PY) -c 'import os, sysconfig; site = sysconfig.get_paths()["purelib"]; open(os.path.join(site, "perfsnake-plugins.pth"), "w").write(os.path.relpath("plugins", site) + "\n")'

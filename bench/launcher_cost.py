@@ -1,6 +1,6 @@
 """Benchmark (not a test): what containment costs the launcher, per run.
 
-The launcher before containment (src/psrun/psrun.c at a base commit) and the
+The launcher before containment (perfsnake/csrc/psrun/psrun.c at a base commit) and the
 current one, side by side in one process, arms interleaved round by round
 with the order rotating, each launching /bin/true in a fresh run directory:
 
@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from perfsnake.layout import c_source
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "results" / "launcher_cost.json"
@@ -66,7 +68,7 @@ def main() -> None:
         ["git", "-C", str(ROOT), "show", f"{args.base}:src/psrun/psrun.c"], capture_output=True, text=True, check=True
     ).stdout
     bins = {"before": compile_psrun(old, work / "psrun-before"),
-            "current": compile_psrun((ROOT / "src/psrun/psrun.c").read_text(), work / "psrun-current")}  # fmt: skip
+            "current": compile_psrun((c_source("psrun", "psrun.c")).read_text(), work / "psrun-current")}  # fmt: skip
     base_env = {k: v for k, v in os.environ.items() if k != "PERFSNAKE_CGROUP"}
     arms = {
         "before": (bins["before"], base_env),

@@ -2,7 +2,7 @@
 
 usage: .venv/bin/python bench/lmbench_calibration.py [--draws 10] [--label quiet]
 
-Builds lat_syscall from src/lmbench, then runs `lat_syscall -R -C <fresh
+Builds lat_syscall from perfsnake/csrc/lmbench, then runs `lat_syscall -R -C <fresh
 cache> -N 1 null` --draws times (each a fresh calibration by the delta
 method), and records per draw the chosen interval, whether it settled or
 fell back (with the fallback line's worst errors) and the load average.
@@ -22,8 +22,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from perfsnake.layout import c_source
+
 ROOT = Path(__file__).resolve().parent.parent
-SRC = ROOT / "src" / "lmbench"
+SRC = c_source("lmbench")
 OUT = ROOT / "bench" / "results" / "lmbench_calibration.json"
 
 

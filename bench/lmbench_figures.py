@@ -4,7 +4,7 @@ and side by side with a real lmbench3 when one is given.
 usage: .venv/bin/python bench/lmbench_figures.py [--lmbench3 PATH] [--rounds 3]
            [--enough-us 100000] [--placement unpinned|same] [--only NAME,...]
 
-Builds src/lmbench (-O2, as the catalog does) into bench/results/lmbench_build
+Builds perfsnake/csrc/lmbench (-O2, as the catalog does) into bench/results/lmbench_build
 and runs every comparison in rotated rounds (the order changes each round,
 and who goes first alternates), both programs with the same interval
 (LMBENCH_ENOUGH_US for ours, ENOUGH for lmbench3) and the same number of
@@ -34,10 +34,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "results"
-SRC = ROOT / "src" / "lmbench"
 sys.path.insert(0, str(ROOT))
 
 from perfsnake.benchmarks.lmbench import IPC, PROGRAMS  # noqa: E402
+from perfsnake.layout import c_source  # noqa: E402
+
+SRC = c_source("lmbench")
 
 _OURS_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz)$", re.M)
 
@@ -121,7 +123,7 @@ def build_ours(out: Path) -> None:
     procs = [subprocess.Popen(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out / p), str(SRC / f"{p}.c"), str(SRC / "harness.c")])
              for p in PROGRAMS]  # fmt: skip
     if any(p.wait() for p in procs):
-        sys.exit("bench/lmbench_figures.py: building src/lmbench failed")
+        sys.exit("bench/lmbench_figures.py: building perfsnake/csrc/lmbench failed")
 
 
 def lmbench3_bin(path: Path) -> Path:

@@ -52,9 +52,19 @@ def shipped_abs(relative: str | Path) -> Path:
     return ROOT / relative
 
 
+#: Our C sources (launcher, placement daemon, heater, locks, lmbench, bpftrace
+#: programs) are package data: found beside the installed package, editable or not.
+CSRC = Path(__file__).resolve().parent / "csrc"
+
+
+def c_source(*parts: str) -> Path:
+    """One of our C sources (or a directory of them), absolute."""
+    return CSRC.joinpath(*parts)
+
+
 def tool_source() -> str:
     """Pattern of our helper programs' sources (psrun, psplace)."""
-    return shipped("src/{tool}/{tool}.c")
+    return os.path.relpath(CSRC) + "/{tool}/{tool}.c"
 
 
 def package_code(*modules: str) -> list[str]:

@@ -1,6 +1,6 @@
 """Where a campaign's builds and runs execute: here, in a container, over ssh.
 
-Each platform hands one run to a launcher (src/psrun) that spans the timed
+Each platform hands one run to a launcher (perfsnake/csrc/psrun) that spans the timed
 interval on the machine that runs the benchmark, so starting a container or
 an ssh connection is never part of what is measured. Across a container
 engine or ssh the launcher's parent is not the workflow, so it watches its
@@ -27,6 +27,7 @@ from perfsnake import ROOT, layout, safefile
 from perfsnake.errors import CampaignError
 from perfsnake.escape import value_text
 from perfsnake.hostlock import launcher_args
+from perfsnake.layout import c_source
 from perfsnake.template import placeholders
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ PLATFORM_FILE = "platform.json"
 #: Seconds the workflow waits beyond a run's own timeout before it gives up
 #: on a remote launcher (which enforces the timeout itself).
 BACKSTOP_S = 120.0
-LAUNCHER_SOURCE = ROOT / "src" / "psrun" / "psrun.c"
+LAUNCHER_SOURCE = c_source("psrun", "psrun.c")
 
 
 class PlatformError(RuntimeError):

@@ -183,6 +183,10 @@ def test_rerun_from_the_artifact_matches(packed, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert sorted(read_csv(wf / "results/c/c.csv")["value"]) == [1, 1, 2, 2]
+    # The unpacked workflow is as portable as a checkout: its next run plans nothing.
+    again = subprocess.run([*cmd, "-n"], cwd=wf, capture_output=True, text=True, env=env_without_snakemake(),
+                           timeout=300, check=False)  # fmt: skip
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout[-3000:]
     # The comparison REPRODUCE.md describes, with the unpacked workflow's code.
     cmp = subprocess.run(
         [PYTHON, "-m", "perfsnake", "compare", "../results/c/summary.csv", "results/c/summary.csv"],

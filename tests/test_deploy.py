@@ -101,3 +101,26 @@ def test_the_smoke_configuration_runs(tmp_path):
         snakefile=ROOT / "workflow" / "Snakefile",
     )
     assert (work / "results/smoke/summary.csv").exists() and list((work / "results/smoke/plots").glob("*.png"))
+
+
+def test_an_installed_package_carries_its_c_sources(tmp_path):
+    # A regular (not editable) install: the C sources are package data, and
+    # the layout finds them beside the installed package, not in a checkout.
+    import sys
+
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "perfsnake", tree / "perfsnake", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tree)
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "--target", str(target), str(tree)], check=True, timeout=300)  # fmt: skip
+    probe = "from perfsnake.layout import CSRC, c_source; print(CSRC); print(c_source('psrun', 'psrun.c').read_text())"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(target)},
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    where, text = out.split("\n", 1)
+    assert Path(where) == target / "perfsnake" / "csrc"
+    assert text.rstrip("\n") == (ROOT / "perfsnake/csrc/psrun/psrun.c").read_text().rstrip("\n")
+    shipped = {p.relative_to(ROOT / "perfsnake/csrc") for p in (ROOT / "perfsnake/csrc").rglob("*") if p.is_file()}
+    installed = {p.relative_to(Path(where)) for p in Path(where).rglob("*") if p.is_file()}
+    assert shipped and shipped <= installed
+    assert not list(target.glob("perfsnake/csrc/**/__init__.py"))

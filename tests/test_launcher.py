@@ -11,12 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, alive, compile_c
+from helpers import alive, compile_c
+
+from perfsnake.layout import c_source
 
 
 @pytest.fixture(scope="module")
 def psrun(tmp_path_factory):
-    return compile_c(ROOT / "src" / "psrun" / "psrun.c", tmp_path_factory.mktemp("bin") / "psrun")
+    return compile_c(c_source("psrun", "psrun.c"), tmp_path_factory.mktemp("bin") / "psrun")
 
 
 def launch(psrun, run_dir, *cmd, timeout=None, grace=None):

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
-SRC = ROOT / "src" / "lmbench"
+from perfsnake.layout import c_source
+
+SRC = c_source("lmbench")
 FAST = {"LMBENCH_ENOUGH_US": "5000", "LMBENCH_PARALLEL_INTERVAL_US": "50000"}
 
 

@@ -5,12 +5,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, jobs_run, snakemake, write_campaign
+from helpers import jobs_run, snakemake, write_campaign
 
 from perfsnake.instruments.locks import ALGORITHMS, LOCK_SOURCE
+from perfsnake.layout import c_source
 from perfsnake.results import read_csv
 
-TORTURE = ROOT / "src" / "locks" / "torture.c"
+TORTURE = c_source("locks", "torture.c")
 
 
 @pytest.fixture(scope="module")

@@ -4,18 +4,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, compile_c
+from helpers import compile_c
 
 from perfsnake.benchmarks.command import CommandBenchmark
 from perfsnake.benchmarks.heater import HeaterBenchmark
 from perfsnake.benchmarks.leveldb import LevelDBBenchmark
+from perfsnake.layout import c_source
 
 DATA = Path(__file__).parent / "data"
 
 
 @pytest.fixture(scope="module")
 def heater(tmp_path_factory):
-    return compile_c(ROOT / "src" / "heater" / "heater.c", tmp_path_factory.mktemp("bin") / "heater")
+    return compile_c(c_source("heater", "heater.c"), tmp_path_factory.mktemp("bin") / "heater")
 
 
 def test_heater_output(heater):

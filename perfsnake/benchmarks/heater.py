@@ -7,16 +7,16 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from perfsnake import ROOT
 from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, search_metric
 from perfsnake.escape import value_text
+from perfsnake.layout import c_source
 from perfsnake.machine.sysinfo import online_cpus
 
 _OPS = re.compile(r"^Operations performed: (\d+)$", re.M)
 _DURATION = re.compile(r"^Duration: ([0-9.]+)$", re.M)
 _INTERVAL = re.compile(r"^interval (\d+) ([0-9.]+) (\d+)$", re.M)
 
-HEATER_SOURCE = ROOT / "src" / "heater" / "heater.c"
+HEATER_SOURCE = c_source("heater", "heater.c")
 
 
 class HeaterBenchmark(Benchmark):

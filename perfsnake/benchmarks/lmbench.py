@@ -1,4 +1,4 @@
-"""Our lmbench-style micro-benchmarks (src/lmbench) as a catalog benchmark.
+"""Our lmbench-style micro-benchmarks (perfsnake/csrc/lmbench) as a catalog benchmark.
 
 Variables: `micro` (one of PROGRAMS), `op` (the micro-benchmark's
 operation), `size_kb` (lat_mem_rd, bw_mem, lat_ctx, lat_mmap, lat_pagefault,
@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
 
-from perfsnake import ROOT
 from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext
 from perfsnake.escape import value_text
+from perfsnake.layout import c_source
 
-SRC = ROOT / "src" / "lmbench"
+SRC = c_source("lmbench")
 _INT_TYPES = ("int", "int64")
 _LAT_OPS = tuple(f"{t}_{o}" for t in _INT_TYPES for o in ("xor", "add", "mul", "div", "mod")) + tuple(
     f"{t}_{o}" for t in ("float", "double") for o in ("add", "mul", "div")

@@ -11,7 +11,7 @@ directory. Every map becomes metrics of the run: a scalar `@x: 5` is
 quantile). Its own CPU cost (user + system time of the tracer, from its
 launcher) is `attach.<name>.cpu_s`.
 
-Ready programs (src/bpftrace/): `runqlat` (run-queue latency histogram of
+Ready programs (perfsnake/csrc/bpftrace/): `runqlat` (run-queue latency histogram of
 the machine), `syscalls` (system calls per process and thread). A program of
 one's own is a path to a .bt file. Kprobe-based programs are refused on a
 kernel without kprobes, and programs naming a tracepoint the kernel lacks.
@@ -24,11 +24,11 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from perfsnake import ROOT
 from perfsnake.instruments.hooks import Daemon
+from perfsnake.layout import c_source
 from perfsnake.machine import capabilities
 
-PROGRAMS = {p.stem: p for p in sorted((ROOT / "src" / "bpftrace").glob("*.bt"))}
+PROGRAMS = {p.stem: p for p in sorted((c_source("bpftrace")).glob("*.bt"))}
 READY_MARKER = "perfsnake: attached"
 _TRACEPOINT = re.compile(r"\btracepoint:(\w+):(\w+)")
 _SCALAR = re.compile(r"^@(\w+): (-?\d+)$", re.M)

@@ -252,7 +252,7 @@ class Daemon(Hook):
 
 
 class Placement(Daemon):
-    """Our thread-placement daemon (src/psplace) with a policy per record.
+    """Our thread-placement daemon (perfsnake/csrc/psplace) with a policy per record.
 
     The policy comes from the `policy` option or the record's `placement`
     variable (option `variable`): normal, close, far or round_robin. The

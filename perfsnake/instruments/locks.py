@@ -1,4 +1,4 @@
-"""Our lock library (src/locks/pslock.c) as a shared-library instrument.
+"""Our lock library (perfsnake/csrc/locks/pslock.c) as a shared-library instrument.
 
 The `lock` variable picks the algorithm; `pthread` preloads nothing. Each
 algorithm is its own build, keyed by the lock's build variables only (the
@@ -12,13 +12,14 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from perfsnake import ROOT, layout
+from perfsnake import layout
 from perfsnake.benchmarks.base import Benchmark, BuildContext
 from perfsnake.escape import key_component, value_text
 from perfsnake.instruments.base import Context
 from perfsnake.instruments.libs import SharedLib
+from perfsnake.layout import c_source
 
-LOCK_SOURCE = ROOT / "src" / "locks" / "pslock.c"
+LOCK_SOURCE = c_source("locks", "pslock.c")
 #: algorithm -> PSLOCK_ALGO number in pslock.c
 ALGORITHMS = {"cas": 1, "ttas": 2, "ticket": 3, "mcs": 4, "clh": 5, "hemlock": 6, "cna": 7, "hmcs": 8}
 NO_PRELOAD = "pthread"
