@@ -673,6 +673,13 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     bisect = _bisect(data, order, recs, [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin)
     if bisect and precision:
         raise CampaignError(origin, "bisect", "conflicts with precision (bisection decides which runs to add)")
+    if "decide" in data["statistics"]:
+        for other, given in (("precision", precision), ("bisect", bisect), ("nb_runs", "nb_runs" in raw)):
+            if given:
+                raise CampaignError(
+                    origin, "statistics.decide", f"conflicts with {other} (the design decides how many runs)"
+                )
+        precision = _decide(data, recs, order, [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin)
     references = gates.parse_references(
         _with_commits(data["references"], data["variables"]), order, recs,
         [*benchmark.metrics, *instruments.declared_metrics(), *derived], origin,
@@ -711,6 +718,36 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     )
     campaign.by_path = {r.path: r for r in records}
     return campaign
+
+
+def _decide(data: dict, recs: list[dict], order: list[str], metrics: list[str], origin: str) -> dict[str, object]:
+    """statistics.decide, checked, as the precision loop's spec (mode "decide")."""
+    from perfsnake import sequential
+
+    spec = data["statistics"]["decide"]  # defaults filled from the schema
+    metric = spec.get("metric") or (data["statistics"].get("metrics") or metrics)[0]
+    if metric not in [*metrics, "wall_s"]:
+        raise CampaignError(
+            origin, "statistics.decide.metric", f"{metric!r} is not a metric (metrics: {', '.join(metrics)})"
+        )
+    effect = spec["min_effect"]
+    effect = float(effect.rstrip("%")) / 100 if isinstance(effect, str) else float(effect)
+    if not 0 < effect < 1:
+        raise CampaignError(
+            origin, "statistics.decide.min_effect", f"{spec['min_effect']!r} is not between 0 and 100 %"
+        )
+    for key, calibrated in (("alpha", sequential.ALPHA), ("power", sequential.POWER)):
+        if spec[key] != calibrated:
+            raise CampaignError(
+                origin, f"statistics.decide.{key}", f"the design is calibrated for {calibrated} only, not {spec[key]!r}"
+            )
+    if not any(sum(a[v] != b[v] for v in order) == 1 for i, a in enumerate(recs) for b in recs[i + 1 :]):
+        raise CampaignError(origin, "statistics.decide", "needs records one variable apart to compare")
+    first = sequential.Spec(effect, spec["variance"]).first_look
+    if spec["max_runs"] < first:
+        raise CampaignError(origin, "statistics.decide.max_runs", f"is below the design's first look ({first} runs)")
+    return {"mode": "decide", "metric": metric, "min_effect": effect, "variance": spec["variance"],
+            "budget_s": spec.get("budget_s"), "min_runs": first, "max_runs": spec["max_runs"]}  # fmt: skip
 
 
 def _compare_with(paths: list[str], origin: str) -> list[str]:

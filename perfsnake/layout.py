@@ -222,6 +222,11 @@ def compare_outputs(campaign: str) -> list[str]:
     return [f"{RESULTS}/{campaign}/compare/{n}" for n in ("compare.csv", "compare.md", "metadata_differences.csv")]
 
 
+def decisions(campaign: str) -> list[str]:
+    """What `statistics.decide` decided: one row per comparison, and the summary."""
+    return [f"{RESULTS}/{campaign}/decisions.csv", f"{RESULTS}/{campaign}/decisions.md"]
+
+
 def precision_round(campaign: str, round_number: int | str) -> str:
     return f"{RESULTS}/{campaign}/precision/round-{round_number}.json"
 

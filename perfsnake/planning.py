@@ -124,6 +124,8 @@ class CampaignIndex:
             targets += [layout.plot(name, plot["name"], ext) for ext in ("svg", "png", "pdf")]
         if c.bisect:
             targets.append(layout.bisect_report(name))
+        if c.precision and c.precision.get("mode") == "decide":
+            targets += layout.decisions(name)
         if c.version_variables:
             targets.append(layout.regression_steps(name))
             targets += [

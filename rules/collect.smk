@@ -38,3 +38,19 @@ checkpoint precision_round:
     localrule: True
     run:
         do_precision_round(wildcards, input, output, log)
+
+
+# Decided in the fewest runs (`statistics.decide`): what the rounds decided,
+# one row per comparison, and the summary (perfsnake.stages.precision).
+rule decisions:
+    input:
+        precision_final,
+    output:
+        csv="results/{campaign}/decisions.csv",
+        md="results/{campaign}/decisions.md",
+    log:
+        "results/{campaign}/logs/decisions.log",
+    # Short: on a cluster it runs on the submit host.
+    localrule: True
+    run:
+        do_decisions(wildcards, input, output, log)

@@ -219,6 +219,14 @@ def do_precision_round(wildcards, input, output, log):
     )
 
 
+def do_decisions(wildcards, input, output, log):
+    from perfsnake.stages import precision as precision_stage
+
+    precision_stage.write_decisions(
+        INDEX, wildcards.campaign, input[0], output.csv, output.md, log[0]
+    )
+
+
 def campaign_info(wildcards):
     return INDEX.campaign_info(wildcards.campaign)
 

@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.importers": 1,  # other tools' files, parsed
     "perfsnake.precision": 2,
     "perfsnake.floor": 2,
+    "perfsnake.sequential": 2,
     "perfsnake.bisect": 2,
     "perfsnake.versions": 2,
     "perfsnake.benchmarks": 2,

@@ -4,11 +4,16 @@ chain of decisions the collect and round rules read back."""
 from __future__ import annotations
 
 import json
+import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfsnake import layout, precision
+import numpy as np
+
+from perfsnake import layout, precision, sequential
+from perfsnake.escape import value_text
 from perfsnake.stages.collect import collect_record_run
 
 if TYPE_CHECKING:
@@ -26,6 +31,9 @@ def decide_round(
     """Checkpoint of one round: which records need more runs, and how many."""
     c = index.campaigns[name]
     assert c.precision is not None
+    if c.precision.get("mode") == "decide":
+        decide_sequential(index, name, round_number, status_files, output, log_file)
+        return
     plan: dict[str, list[int]] = {}
     for status in status_files:
         path, run = layout.split_status(name, status)
@@ -38,6 +46,166 @@ def decide_round(
         f"{path}: {len(r['runs'])} runs, relative half-width {r['rel_ci']}, met={r['met']}, adding {len(r['add'])}\n"
         for path, r in decision["records"].items()  # type: ignore[attr-defined]
     ))  # fmt: skip
+
+
+def comparisons(c: Campaign) -> list[tuple[str, str, str]]:
+    """(record a, record b, variable) of the records one variable apart that
+    statistics.compare and baseline select: the pairs comparisons.csv has."""
+    from perfsnake.stages.analysis import pairs
+
+    stats = c.data["statistics"]
+    keys = {tuple(value_text(r.values[v]) for v in c.variables): r.path for r in c.records}
+    values = {v: [value_text(x) for x in c.data["variables"].get(v, [])] for v in c.variables}
+    out = []
+    for a, b, var in pairs(list(keys), list(c.variables), stats.get("baseline"), values):
+        if not stats.get("compare") or var in stats["compare"]:
+            out.append((keys[a], keys[b], var))
+    return out
+
+
+def decide_sequential(
+    index: CampaignIndex, name: str, round_number: int, status_files: list[str], output: str, log_file: str
+) -> None:
+    """A round of `statistics.decide`: each open comparison decided on its paired
+    runs (perfsnake.sequential), runs added to the records of those still open,
+    up to the next look; a comparison once decided stays decided."""
+    c = index.campaigns[name]
+    spec = c.precision
+    assert spec is not None
+    design = sequential.Spec(float(spec["min_effect"]), str(spec["variance"]))
+    plan: dict[str, list[int]] = {}
+    for status in status_files:
+        path, run = layout.split_status(name, status)
+        plan.setdefault(path, []).append(run)
+    values, spent = metric_runs(c, status_files, str(spec["metric"]))
+    before: dict[str, dict] = {}
+    if round_number > 1:
+        earlier = json.loads(Path(layout.precision_round(name, round_number - 1)).read_text())
+        before = {f"{x['record_a']} vs {x['record_b']}": x for x in earlier["comparisons"]}
+    budget = spec.get("budget_s")
+    over_budget = budget is not None and spent >= float(budget)
+    max_runs = int(spec["max_runs"])
+    add: dict[str, int] = {}
+    rows = []
+    for a, b, var in comparisons(c):
+        key = f"{a} vs {b}"
+        old = before.get(key, {})
+        if old.get("outcome", "continue") != "continue":
+            rows.append(old)
+            continue
+        common = sorted(set(values.get(a, {})) & set(values.get(b, {})))
+        d = [values[b][i] - values[a][i] for i in common]
+        reference = sum(values[a][i] for i in common) / len(common) if common else 0.0
+        dec = sequential.decide(np.asarray(d), reference, design, int(old.get("look", -1)))
+        outcome, reason = dec.outcome, ""
+        if outcome == "undecided":
+            reason = "at the design's maximum size" if dec.tau >= 1 else "the difference is real but below min_effect"
+        elif outcome == "continue" and over_budget:
+            outcome, reason = "undecided", f"budget of {budget:g} s spent"
+        elif outcome == "continue" and max(len(plan.get(a, [])), len(plan.get(b, []))) >= max_runs:
+            outcome, reason = "undecided", f"max_runs ({max_runs}) reached"
+        if outcome == "continue":
+            want = dec.pairs_to_next_look(design)
+            for path in (a, b):
+                add[path] = max(add.get(path, 0), want)
+        rows.append({
+            "record_a": a, "record_b": b, "variable": var, "metric": spec["metric"], "outcome": outcome,
+            "reason": reason, "pairs": dec.n, "round": round_number, "look": dec.look, "mean_a": reference,
+            "difference": dec.estimate, "low": dec.low, "high": dec.high, "min_effect": dec.margin, "tau": dec.tau,
+            "z_different": dec.z_different, "bound_different": dec.bound_different,
+            "z_equivalent": dec.z_equivalent, "bound_equivalent": dec.bound_equivalent,
+        })  # fmt: skip
+    records: dict[str, dict[str, object]] = {}
+    for path, runs in sorted(plan.items()):
+        runs = sorted(runs)
+        # At most GROWTH times the runs so far: an estimate from few runs is noisy.
+        count = min(add.get(path, 0), max_runs - len(runs), precision.GROWTH * len(runs))
+        records[path] = {"runs": runs, "ok": len(values.get(path, {})), "rel_ci": None, "met": path not in add,
+                         "add": list(range(max(runs) + 1, max(runs) + 1 + max(count, 0)))}  # fmt: skip
+    done = not any(r["add"] for r in records.values())
+    decision = {"round": round_number, "mode": "decide", "done": done, "spent_s": spent, "records": records,
+                "comparisons": [_finite(r) for r in rows]}  # fmt: skip
+    Path(output).write_text(json.dumps(decision, indent=1) + "\n")
+    counts = {o: sum(r["outcome"] == o for r in rows) for o in sequential.OUTCOMES}
+    line = (f"decide {name}: round {round_number}, {sum(len(r) for r in plan.values())} runs ({spent:.0f} s): "
+            + ", ".join(f"{n} {o}" for o, n in counts.items() if n))  # fmt: skip
+    Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+    Path(log_file).write_text(
+        line + "\n" + "".join(f"{r['record_a']} vs {r['record_b']}: {r['outcome']} {r['reason']}\n" for r in rows)
+    )
+    # The terminal hears every round (the loop may run for long) and the end.
+    print(line + ("" if not done else " (done: see decisions.md)"), file=sys.stderr, flush=True)
+
+
+#: Columns of decisions.csv, in order.
+DECISION_COLUMNS = (
+    "metric", "variable", "record_a", "record_b", "outcome", "reason", "pairs", "round", "mean_a", "difference",
+    "low", "high", "min_effect", "z_different", "bound_different", "z_equivalent", "bound_equivalent",
+)  # fmt: skip
+
+
+def write_decisions(
+    index: CampaignIndex, name: str, decision_file: str, csv_file: str, md_file: str, log_file: str
+) -> None:
+    """decisions.csv and decisions.md from the last round's decision."""
+    import csv
+
+    decision = json.loads(Path(decision_file).read_text())
+    rows = decision["comparisons"]
+    with open(csv_file, "w", newline="") as f:
+        writer = csv.DictWriter(f, DECISION_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows({k: ("" if r.get(k) is None else r.get(k)) for k in DECISION_COLUMNS} for r in rows)
+    spec = index.campaigns[name].precision or {}
+    runs = sum(len(r["runs"]) for r in decision["records"].values())
+    counts = {o: sum(r["outcome"] == o for r in rows) for o in sequential.OUTCOMES}
+    lines = [
+        f"# {name}: decided in the fewest runs",
+        "",
+        f"{len(rows)} comparisons of `{spec.get('metric')}` (min_effect {float(spec.get('min_effect', 0)):.1%}, "
+        f"variance estimate `{spec.get('variance')}`) after {decision['round']} rounds, {runs} runs, "
+        f"{float(decision['spent_s']):.0f} s of runs: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + ".",
+        "",
+        'A group-sequential design (perfsnake.sequential) looked after each round: a wrong "different" or a wrong',
+        '"equivalent" is at most 5 % likely despite the looks. The interval is the 90 % one of the difference',
+        "(b - a), the two one-sided tests' own; undecided says why.",
+        "",
+        "| a | b | outcome | pairs | difference | 90 % interval | +-min_effect | why undecided |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['record_a']} | {r['record_b']} | **{r['outcome']}** | {r['pairs']} | {_number(r['difference'])} | "
+            f"[{_number(r['low'])}, {_number(r['high'])}] | {_number(r['min_effect'])} | {r['reason']} |"
+        )
+    Path(md_file).write_text("\n".join(lines) + "\n")
+    Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+    Path(log_file).write_text(f"{len(rows)} decisions written\n")
+
+
+def _number(value: object) -> str:
+    return "" if value is None else f"{float(value):.4g}"  # type: ignore[arg-type]
+
+
+def _finite(row: dict[str, object]) -> dict[str, object]:
+    """JSON has no NaN: an undefined number (no look yet) is null."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
+
+
+def metric_runs(c: Campaign, status_files: list[str], metric: str) -> tuple[dict[str, dict[int, float]], float]:
+    """Per record path, run number -> `metric` of its ok runs; and the wall time all runs took."""
+    workdir = Path.cwd()
+    values: dict[str, dict[int, float]] = {}
+    spent = 0.0
+    for status in status_files:
+        path, run = layout.split_status(c.name, status)
+        result = collect_record_run(c, path, run, workdir)
+        spent += float(result.get("wall_s") or 0.0)  # type: ignore[arg-type]
+        metrics: dict[str, object] = result["metrics"]  # type: ignore[assignment]
+        value = result["wall_s"] if metric == "wall_s" else metrics.get(metric)
+        if result["status"] == "ok" and isinstance(value, (int, float)) and math.isfinite(value):
+            values.setdefault(path, {})[run] = float(value)
+    return values, spent
 
 
 def metric_values(c: Campaign, status_files: list[str], metric: str) -> dict[str, list[float]]:

@@ -65,9 +65,15 @@ class Progress:
     done: int = 0
     seconds: float = 0.0
     measured: int = 0
+    #: the rounds of a precision or decide loop set the number of runs: total is only a cap
+    adaptive: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start_line(self, campaign: str, label: str) -> str:
+        if self.adaptive:
+            with self.lock:
+                k = self.done + 1
+            return f"[perfsnake] {campaign}: run {k} {label} (at most {self.total}: the rounds decide how many)"
         with self.lock:
             k = min(self.done + 1, self.total)
             remaining = self.total - self.done
@@ -89,12 +95,12 @@ _PROGRESS: dict[str, Progress] = {}
 _PROGRESS_LOCK = threading.Lock()
 
 
-def progress_for(campaign: str, total: int, existing: int) -> Progress:
+def progress_for(campaign: str, total: int, existing: int, adaptive: bool = False) -> Progress:
     """The campaign's progress tracker, created on its first run of this invocation."""
     with _PROGRESS_LOCK:
         progress = _PROGRESS.get(campaign)
         if progress is None or progress.total != total:
-            progress = Progress(total=total, done=existing)
+            progress = Progress(total=total, done=existing, adaptive=adaptive)
             _PROGRESS[campaign] = progress
         return progress
 
@@ -360,7 +366,7 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
     rdir, script = run_script(index, name, record_path, run, workdir, extra, server)
     if name not in _DONE_BEFORE:
         _DONE_BEFORE[name] = count_done(index.possible_run_targets(name))
-    progress = progress_for(name, len(c.records) * c.max_runs, _DONE_BEFORE[name])
+    progress = progress_for(name, len(c.records) * c.max_runs, _DONE_BEFORE[name], c.precision is not None)
     params = {**c.run_params(c.by_path[record_path]), **extra}
     ctx = Context(params, rdir, workdir)
 

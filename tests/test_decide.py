@@ -1,0 +1,142 @@
+"""Decided in the fewest runs (statistics.decide, perfsnake.sequential):
+the design on seeded simulations with known truth, its one-look form against
+the vectorised one, the campaign key's errors, and a real campaign."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+import yaml
+from helpers import jobs_run, snakemake, write_campaign
+
+from perfsnake import sequential
+from perfsnake.campaign import load_campaign
+from perfsnake.errors import CampaignError
+
+
+def paired_runs(rng, rows: int, n: int, truth: float, mu1: float, effect: float = 0.02):
+    """Runs of a and b (rows x n rounds), iid, truth in units of m = effect x 100."""
+    m = effect * 100
+    sd = m / mu1 / np.sqrt(2)
+    a = 100 + rng.normal(0, sd, (rows, n))
+    b = 100 + truth * m + rng.normal(0, sd, (rows, n))
+    return a, b
+
+
+def test_one_look_at_a_time_agrees_with_the_vectorised_design():
+    rng = np.random.default_rng(11)
+    spec = sequential.Spec(0.02)
+    for truth in (0.0, 1.0):
+        a, b = paired_runs(rng, 40, 200, truth, 0.45)
+        reference = np.cumsum(a, axis=1) / np.arange(1, 201)
+        outcomes, used = sequential.simulate(b - a, reference, spec)
+        for row in range(40):
+            look, found = -1, (3, 200)
+            for n in range(1, 201):
+                dec = sequential.decide(b[row, :n] - a[row, :n], reference[row, n - 1], spec, look)
+                look = dec.look
+                if dec.outcome != "continue":
+                    found = (sequential.OUTCOMES.index(dec.outcome), n)
+                    break
+            assert found == (outcomes[row], used[row])
+
+
+@pytest.mark.parametrize("mu1", [0.45, 0.2])
+def test_error_rates_and_runs_on_seeded_simulations(mu1):
+    # 1,500 seeded paths per truth: a 5 % rate has a standard error of 0.56 %;
+    # the bound is 5 % plus 3 of them. The full table: bench/sequential.py.
+    rng = np.random.default_rng(20261125)
+    spec = sequential.Spec(0.02)
+    fixed = sequential.n_fixed_factor() / mu1**2
+    rates = {}
+    for truth in (0.0, 1.0):
+        a, b = paired_runs(rng, 1500, int(3.5 * fixed) + 20, truth, mu1)
+        outcome, used = sequential.simulate(b - a, np.cumsum(a, axis=1) / np.arange(1, a.shape[1] + 1), spec)
+        rates[truth] = (
+            {o: float(np.mean(outcome == i)) for i, o in enumerate(sequential.OUTCOMES)},
+            used.mean() / fixed,
+        )
+    (null, null_ratio), (real, real_ratio) = rates[0.0], rates[1.0]
+    assert null["different"] <= 0.067 and real["equivalent"] <= 0.067  # the errors, despite the looks
+    assert null["equivalent"] >= 0.77 and real["different"] >= 0.77  # power 0.8, less 3 standard errors
+    assert null["continue"] == 0 and real["continue"] == 0  # every path ends by the design's maximum
+    assert real_ratio < 0.9 and (null_ratio + real_ratio) / 2 < 0.95  # fewer runs than the fixed design
+
+
+def campaign(tmp_path, decide: dict, **more) -> dict:
+    counter = tmp_path / "counter"
+    # Seeded noise of 4 % per run (a sum of 12 uniforms); c is 20 % slower.
+    command = (f"n=$(cat {counter} 2>/dev/null || echo 0); echo $((n + 1)) > {counter}; "
+               "case {variant} in c) base=120;; *) base=100;; esac; "
+               "awk -v s=$n -v base=$base 'BEGIN {{ srand(s + 1); x = 0; for (i = 0; i < 12; i++) x += rand(); "
+               "printf \"value=%.6f\\n\", base * (1 + 0.04 * (x - 6)) }}'")  # fmt: skip
+    return {
+        "name": "d",
+        "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=([0-9.]+)"}},
+        "variables": {"variant": ["a", "b", "c"]},
+        "statistics": {"decide": decide},
+        **more,
+    }
+
+
+@pytest.mark.parametrize(("decide", "more", "key", "problem"), [
+    ({"min_effect": "2%", "alpha": 0.01}, {}, "statistics.decide.alpha", "calibrated for 0.05 only"),
+    ({"min_effect": "2%", "power": 0.9}, {}, "statistics.decide.power", "calibrated for 0.8 only"),
+    ({"min_effect": "150%"}, {}, "statistics.decide.min_effect", "not between 0 and 100 %"),
+    ({"min_effect": "2%", "metric": "valu"}, {}, "statistics.decide.metric", "'valu' is not a metric"),
+    ({"min_effect": "2%"}, {"nb_runs": 5}, "statistics.decide", "conflicts with nb_runs"),
+    ({"min_effect": "2%", "max_runs": 10}, {}, "statistics.decide.max_runs", "below the design's first look (15 runs)"),
+])  # fmt: skip
+def test_bad_decide_settings_are_refused_in_one_line(tmp_path, decide, more, key, problem):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(campaign(tmp_path, decide, **more)))
+    with pytest.raises(CampaignError) as err:
+        load_campaign(path)
+    assert err.value.key == key and problem in err.value.problem and "\n" not in str(err.value)
+
+
+def test_decide_needs_records_to_compare(tmp_path):
+    path = tmp_path / "c.yaml"
+    spec = campaign(tmp_path, {"min_effect": "2%"})
+    spec["variables"] = {"variant": ["a"]}
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(CampaignError, match="needs records one variable apart"):
+        load_campaign(path)
+
+
+@pytest.mark.e2e
+def test_a_campaign_runs_until_each_comparison_is_decided(tmp_path):
+    camp = write_campaign(tmp_path, campaign(tmp_path, {"min_effect": "3%", "budget_s": 600}))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    with open(tmp_path / "results/d/decisions.csv") as f:
+        rows = {(r["record_a"], r["record_b"]): r for r in csv.DictReader(f)}
+    assert rows[("variant-a", "variant-b")]["outcome"] == "equivalent"
+    assert rows[("variant-a", "variant-c")]["outcome"] == "different"
+    assert rows[("variant-b", "variant-c")]["outcome"] == "different"
+    # c was decided at the first look; a and b went on: more runs, more rounds.
+    final = json.loads(
+        sorted((tmp_path / "results/d/precision").glob("round-*.json"), key=lambda p: int(p.stem[6:]))[-1].read_text()
+    )
+    runs = {path: len(r["runs"]) for path, r in final["records"].items()}
+    assert runs["variant-c"] == sequential.Spec(0.03).first_look < runs["variant-a"] == runs["variant-b"]
+    assert final["done"] and final["round"] > 1
+    assert int(rows[("variant-a", "variant-c")]["pairs"]) == sequential.Spec(0.03).first_look
+    text = (tmp_path / "results/d/decisions.md").read_text()
+    assert "2 different, 1 equivalent" in text and "**equivalent**" in text
+    assert "decide d: round 1," in proc.stderr and "(done: see decisions.md)" in proc.stderr
+    assert "the rounds decide how many" in proc.stderr
+    # Every decided comparison stays decided, and a finished campaign plans nothing more.
+    again = snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert "Nothing to be done" in again.stdout + again.stderr
+    # Resumable: killed before the last round was decided (so nothing after it
+    # exists either), the next invocation decides it from the same runs,
+    # measuring none again.
+    before = (tmp_path / "results/d/decisions.csv").read_text()
+    for lost in (f"precision/round-{final['round']}.json", "decisions.csv", "decisions.md", "results.json"):
+        (tmp_path / "results/d" / lost).unlink()
+    again = snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert jobs_run(again, "run") == 0 and "localcheckpoint precision_round:" in again.stdout + again.stderr
+    assert (tmp_path / "results/d/decisions.csv").read_text() == before
