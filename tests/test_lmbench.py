@@ -577,20 +577,24 @@ def test_added_programs_through_a_campaign(tmp_path):
 
 def test_lmbench_definitions_as_named_operations(bins, tmp_path):
     """lmbench's own figures where a user wants them: fork with exit(1),
-    catch minus kill(), mmap touching a tenth, page faults on a fresh map."""
+    catch minus kill(), mmap touching a tenth, page faults on a fresh map,
+    semaphores passed with one two-operation semop() and timed per pass."""
     cases = [(("lat_proc", "fork_lmbench"), "lat_proc.fork_lmbench", 1, 1_000_000),
              (("lat_sig", "catch_lmbench"), "lat_sig.catch_lmbench", 0, 10_000),
              (("lat_mmap", "1024", "map_lmbench", str(tmp_path)), "lat_mmap.lmbench.1024k", 0.1, 1_000_000),
              (("lat_mmap", "1024", "map", str(tmp_path)), "lat_mmap.1024k", 0.1, 1_000_000),
              (("lat_pagefault", "1024", "fault_lmbench", str(tmp_path)), "lat_pagefault.fault_lmbench", 0, 10_000),
-             (("lat_pagefault", "1024", "fault", str(tmp_path)), "lat_pagefault", 0.005, 10_000)]  # fmt: skip
+             (("lat_pagefault", "1024", "fault", str(tmp_path)), "lat_pagefault", 0.005, 10_000),
+             (("lat_sem", "roundtrip_lmbench"), "lat_sem.roundtrip_lmbench", 0.05, 100_000),
+             (("lat_sem", "roundtrip"), "lat_sem", 0.05, 100_000)]  # fmt: skip
     for argv, name, low, high in cases:
         out = run(bins, argv[0], "-N", "3", *argv[1:]).stdout
         got = lines(out)
         assert out.startswith(f"{name} ") and low <= got[name] < high and f"{name}.min" in got, out
         assert note(out)["calibration"] == "fixed"  # subtracting programs print one note, after their lines
-    assert list(tmp_path.iterdir()) == [] and leftovers(bins, "lat_proc") == ""
+    assert list(tmp_path.iterdir()) == [] and leftovers(bins, "lat_proc") == "" and leftovers(bins, "lat_sem") == ""
     assert run(bins, "lat_mmap", "1024", "map_it", str(tmp_path), check=False).returncode == 2
+    assert run(bins, "lat_sem", "roundtrip", "extra", check=False).returncode == 2
 
 
 def test_ready_campaigns_validate():

@@ -9,8 +9,9 @@
  *                      trip. The kernel performs a sleeping partner's pass
  *                      when it wakes it, so the waker's next pass goes through
  *                      at once: one wake-up per round trip instead of two.
- *                      On two CPUs that wake-up dominates, so this prints 1/4
- *                      to 1/6 of roundtrip there, about 1/3 with -A same.
+ *                      So it prints well under half of roundtrip: on a 2-vCPU
+ *                      VM about 1/2.7 with -A same and 1/6 with -A different,
+ *                      where waking the partner's idle CPU dominates.
  *
  * usage: lat_sem [-P parallel] [-W warmup_us] [-N repetitions] [-C calfile] [-A placement] [roundtrip|roundtrip_lmbench]
  * Prints "lat_sem <latency> us" per round trip, or
