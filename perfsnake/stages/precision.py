@@ -55,7 +55,8 @@ def comparisons(c: Campaign) -> list[tuple[str, str, str]]:
 
     stats = c.data["statistics"]
     keys = {tuple(value_text(r.values[v]) for v in c.variables): r.path for r in c.records}
-    values = {v: [value_text(x) for x in c.data["variables"].get(v, [])] for v in c.variables}
+    # each variable's values in the campaign's order: a of a pair is the one listed first
+    values = {v: list(dict.fromkeys(value_text(r.values[v]) for r in c.records)) for v in c.variables}
     out = []
     for a, b, var in pairs(list(keys), list(c.variables), stats.get("baseline"), values):
         if not stats.get("compare") or var in stats["compare"]:
