@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,22 @@ def test_timeline_shows_where_threads_ran(tmp_path):
 def test_a_missing_tracepoint_is_named():
     assert capabilities.missing_tracepoint(("sched:sched_switch",)) is None
     assert capabilities.missing_tracepoint(("sched:sched_switch", "sched:no_such_event")) == "sched:no_such_event"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="mounts tracefs: needs root")
+def test_tracepoints_are_found_before_anything_mounted_tracefs():
+    # A fresh boot has no tracefs until perf mounts it; unmounted in a private
+    # mount namespace, so the rest of the machine keeps its mount.
+    script = (
+        "umount /sys/kernel/tracing 2>/dev/null; umount /sys/kernel/debug/tracing 2>/dev/null; "
+        "test ! -d /sys/kernel/tracing/events || exit 3; "
+        f"{sys.executable} -c 'from perfsnake.machine import capabilities as c; "
+        'print(c.missing_tracepoint(("sched:sched_switch",)))\''
+    )
+    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "None"
 
 
 # A thread preempted by another, woken after sleeping, migrated once.

@@ -11,6 +11,7 @@ machine's metadata, so a reader knows what the instruments could see.
 from __future__ import annotations
 
 import os
+import subprocess
 from functools import cache
 from pathlib import Path
 
@@ -49,13 +50,23 @@ def btf() -> bool:
     return BTF.exists()
 
 
+@cache
 def tracefs() -> bool:
+    """Tracepoints are visible; as root, tracefs is mounted first when it is not.
+
+    A freshly booted machine may not have it mounted until some tool does (perf
+    mounts it on its first use of a tracepoint), so asking before perf ran would
+    refuse a campaign that works.
+    """
+    if not any(root.is_dir() for root in TRACEFS) and os.geteuid() == 0 and TRACEFS[0].parent.is_dir():
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS[0].parent)], capture_output=True, check=False)
     return any(root.is_dir() for root in TRACEFS)
 
 
 @cache
 def missing_tracepoint(events: tuple[str, ...]) -> str | None:
     """The first of `events` ("group:name") this kernel lacks (None: all there)."""
+    tracefs()  # mounted if need be
     for event in events:
         group, name = event.split(":")
         if not any((root / group / name).is_dir() for root in TRACEFS):
