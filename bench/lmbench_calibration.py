@@ -5,7 +5,8 @@ usage: .venv/bin/python bench/lmbench_calibration.py [--draws 10] [--label quiet
 Builds lat_syscall from perfsnake/csrc/lmbench, then runs `lat_syscall -R -C <fresh
 cache> -N 1 null` --draws times (each a fresh calibration by the delta
 method), and records per draw the chosen interval, whether it settled or
-fell back (with the fallback line's worst errors) and the load average.
+fell back (with the fallback line's worst errors), how many delta trials
+each candidate passed (how close the choice was) and the load average.
 Appends to bench/results/lmbench_calibration.json under --label (run it once
 quiet and once under `stress-ng --cpu 1` to compare).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -64,10 +66,14 @@ def main() -> None:
         )
         _key, interval, verdict = cache.read_text().strip().split("\t")
         fallback = next((ln for ln in proc.stderr.splitlines() if "could not settle" in ln), None)
+        said = next(ln for ln in proc.stderr.splitlines() if " timing interval " in ln)
+        trials = {int(us): [int(p), int(t)] for us, p, t in re.findall(r"(\d+) us (?:passed )?(\d+) of (\d+)", said)}
         draws.append({"interval_us": int(interval), "verdict": verdict, "seconds": round(time.monotonic() - start, 2),
-                      "load1": os.getloadavg()[0], "fallback_line": fallback})  # fmt: skip
+                      "load1": os.getloadavg()[0], "trials_passed": trials, "fallback_line": fallback})  # fmt: skip
         print(
-            f"draw {i + 1}: {interval} us {verdict} ({draws[-1]['seconds']} s, load {draws[-1]['load1']:.2f})",
+            f"draw {i + 1}: {interval} us {verdict} ({draws[-1]['seconds']} s, load {draws[-1]['load1']:.2f}; "
+            + ", ".join(f"{us} us {p}/{t}" for us, (p, t) in trials.items())
+            + ")",
             file=sys.stderr,
         )
     counts = Counter(f"{d['interval_us']} {d['verdict']}" for d in draws)

@@ -244,19 +244,35 @@ static int delta_trial(void *cell, iter_t n, double *worst)
 	return delta_test((const uint64_t(*)[4])t, TRIES, deltas, worst);
 }
 
-/* Each candidate's worst delta error in its last trial (for the fallback line). */
+/* Each candidate's worst delta error in its last trial (for the fallback
+ * line), and its trials passed and run (for the calibration's stderr line:
+ * how close a choice was is what tells a reader whether it will repeat). */
 static double calibration_worst[NCANDIDATES];
+static int calibration_passed[NCANDIDATES], calibration_trials[NCANDIDATES];
 
 /* Whether a candidate passes PASS_NEED of PASS_TRIALS delta trials. */
-static int candidate_passes(void *cell, iter_t n, double *worst)
+static int candidate_passes(void *cell, iter_t n, int c)
 {
-	int passed = 0, verdict = -1;
+	int passed = 0, verdict = -1, done = 0;
 
-	for (int done = 1; verdict < 0; done++) {
-		passed += delta_trial(cell, n, worst);
-		verdict = trials_verdict(passed, done);
+	while (verdict < 0) {
+		passed += delta_trial(cell, n, &calibration_worst[c]);
+		verdict = trials_verdict(passed, ++done);
 	}
+	calibration_passed[c] = passed;
+	calibration_trials[c] = done;
 	return verdict;
+}
+
+/* "5000 us passed 3 of 8 delta trials, 10000 us 26 of 26" for the candidates tried. */
+static void describe_trials(char *out, size_t len)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (int c = 0; c < NCANDIDATES && calibration_trials[c] && used < len; c++)
+		used += (size_t)snprintf(out + used, len - used, c ? ", %llu us %d of %d" : "%llu us passed %d of %d delta trials",
+					 (unsigned long long)candidates[c], calibration_passed[c], calibration_trials[c]);
 }
 
 /* The shortest candidate that passes (trials_verdict). *settled is 0 when
@@ -270,7 +286,7 @@ static uint64_t calibrate(int *settled)
 	for (int c = 0; c < NCANDIDATES; c++) {
 		iter_t n = size_for(chase, &cell, candidates[c]);
 
-		pass[c] = candidate_passes(&cell, n, &calibration_worst[c]);
+		pass[c] = candidate_passes(&cell, n, c);
 		if (pass[c])
 			break;
 	}
@@ -394,9 +410,9 @@ static void say_fallback(uint64_t us, int measured)
 		used += (size_t)snprintf(worst + used, sizeof(worst) - used, "%s%llu us %.2f %%", c ? ", " : "; worst errors: ",
 					 (unsigned long long)candidates[c], calibration_worst[c] * 100);
 	fprintf(stderr,
-		"benchmp: calibration could not settle (no candidate interval passed the delta test, +-%.2f %%, twice "
-		"in a row): falling back to %llu us%s\n",
-		DELTA_TOLERANCE * 100, (unsigned long long)us, worst);
+		"benchmp: calibration could not settle (no candidate interval passed the delta test, +-%.2f %%, in %d "
+		"of %d trials): falling back to %llu us%s\n",
+		DELTA_TOLERANCE * 100, PASS_NEED, PASS_TRIALS, (unsigned long long)us, worst);
 }
 
 uint64_t timing_interval_us(void)
@@ -404,7 +420,7 @@ uint64_t timing_interval_us(void)
 	static uint64_t chosen;
 	const char *env = getenv("LMBENCH_ENOUGH_US"), *re = getenv("LMBENCH_RECALIBRATE");
 	const char *path = cache_path();
-	char key[1024];
+	char key[1024], trials[256];
 	int settled = 1;
 
 	if (chosen)
@@ -431,11 +447,12 @@ uint64_t timing_interval_us(void)
 	calibration_source = settled ? "calibrated" : "fallback";
 	if (!settled)
 		say_fallback(chosen, 1);
-	if (path) {
+	describe_trials(trials, sizeof(trials));
+	if (path)
 		cache_store(path, key, chosen, settled);
-		fprintf(stderr, "benchmp: calibrated timing interval %llu us, saved to %s\n",
-			(unsigned long long)chosen, path);
-	}
+	fprintf(stderr, "benchmp: %s timing interval %llu us (%s; %d of %d needed)%s%s\n",
+		settled ? "calibrated" : "fallback", (unsigned long long)chosen, trials, PASS_NEED, PASS_TRIALS,
+		path ? ", saved to " : "", path ? path : "");
 	return chosen;
 }
 
