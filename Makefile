@@ -63,7 +63,8 @@ PYTHON_SOURCES := perfsnake tests bench scripts plugins
 test: setup
 	# Two workers, one test file each at a time: most of a test's time is
 	# Snakemake start-up and waiting on runs, so two halve the wall clock.
-	$(VENV)/bin/pytest -q -p no:cacheprovider -n 2 --dist loadfile
+	# -rs: every skipped test says why (a skip is not a pass).
+	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile
 	$(MAKE) --no-print-directory lint
 
 lint: setup
