@@ -1,19 +1,21 @@
 """Benchmark (not a test): error rates and runs saved by the sequential design
 (perfsnake.sequential) on seeded simulations with known truth.
 
-usage: .venv/bin/python bench/sequential.py [--reps 4000] [--quick]
-       .venv/bin/python bench/sequential.py --calibrate [--variance ar1] [--reps 20000]
+usage: .venv/bin/python bench/sequential.py [--reps 4000] [--quick] [--power 0.8 0.9 0.95]
+       .venv/bin/python bench/sequential.py --calibrate [--variance ar1] [--power 0.9] [--reps 20000]
 
 Noise models, mean 100, min_effect 2 %, the long-run sd of the paired
-difference set so that m / sigma = mu1 (n_fixed = 8.564 / mu1^2 pairs):
+difference set so that m / sigma = mu1 (n_fixed = 8.564 / mu1^2 pairs at
+power 0.8, 10.82 / mu1^2 at 0.9, 12.99 / mu1^2 at 0.95):
   iid   independent runs;
   seq   AR(1) phi 0.7 along the run sequence (the machine drifts), the two runs
         of a round adjacent in random order;
   side  AR(1) phi 0.7 within each side's own series (the worst case).
-Truths: difference 0, m/2 and m. Per cell: P(different), P(equivalent),
-P(undecided), pairs used over n_fixed (the fixed design of the same alpha and
-power). Writes bench/results/sequential.json. --calibrate prints the 95 %
-points C_d and C_e are the maxima of.
+Truths: difference 0, m/2, m and 2 m (the savings on larger effects). Per
+power and cell: P(different), P(equivalent), P(undecided), pairs used over
+n_fixed (the fixed design of the same alpha and power). Writes
+bench/results/sequential.json. --calibrate prints the 95 % points C_d and C_e
+are the maxima of, per power asked (default 0.8).
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfsnake.sequential import ALPHA, OUTCOMES, Spec, n_fixed_factor, simulate  # noqa: E402
+from perfsnake.sequential import ALPHA, OUTCOMES, POWERS, Spec, n_fixed_factor, simulate  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "sequential.json"
 MEAN, MIN_EFFECT, PHI = 100.0, 0.02, 0.7
 MU1 = (0.45, 0.3, 0.2, 0.15)
 MODELS = ("iid", "seq", "side")
+TRUTHS = (0.0, 0.5, 1.0, 2.0)
 
 
 def ar1(rng: np.random.Generator, rows: int, n: int, sd: float) -> np.ndarray:
@@ -66,7 +69,7 @@ def runs(rng: np.random.Generator, model: str, rows: int, n: int, truth: float, 
 
 def horizon(spec: Spec, mu1: float) -> int:
     r_max, _, first, _ = spec.shape
-    return int(2.5 * r_max * n_fixed_factor() / mu1**2) + first + (150 if spec.variance == "ar1" else 0)
+    return int(2.5 * r_max * n_fixed_factor(power=spec.power) / mu1**2) + first + (150 if spec.variance == "ar1" else 0)
 
 
 def paths(spec: Spec, model: str, mu1: float, truth: float, reps: int, seed: int, chunk: int = 2000):
@@ -83,15 +86,15 @@ def cell(spec: Spec, model: str, mu1: float, truth: float, reps: int, seed: int)
         *(simulate(d, ref, spec) for d, ref in paths(spec, model, mu1, truth, reps, seed)), strict=True
     )
     o, u = np.concatenate(outcomes), np.concatenate(used)
-    fixed = n_fixed_factor() / mu1**2
+    fixed = n_fixed_factor(power=spec.power) / mu1**2
     return {
         **{OUTCOMES[i]: float(np.mean(o == i)) for i in range(3)},
         "ended_by_cap": float(np.mean(o == 3)), "pairs": float(u.mean()), "n_fixed": fixed, "ratio": float(u.mean() / fixed),
     }  # fmt: skip
 
 
-def calibrate(variance: str, reps: int, seed: int) -> None:
-    spec = Spec(MIN_EFFECT, variance)
+def calibrate(variance: str, power: float, reps: int, seed: int) -> None:
+    spec = Spec(MIN_EFFECT, variance, power)
     worst = [0.0, 0.0]
     for model in ("iid", "seq") if variance == "iid" else ("side",):
         for mu1 in MU1:
@@ -103,8 +106,9 @@ def calibrate(variance: str, reps: int, seed: int) -> None:
                 ]
                 points.append(float(np.quantile(np.concatenate(maxima), 1 - ALPHA)))
                 worst[which] = max(worst[which], points[-1])
-            print(f"{variance} {model} mu1={mu1}: C_d {points[0]:.3f}  C_e {points[1]:.3f}", flush=True)
-    print(f"largest: C_d {worst[0]:.3f}  C_e {worst[1]:.3f} (perfsnake.sequential.CONSTANTS rounds them up)")
+            print(f"{variance} power {power} {model} mu1={mu1}: C_d {points[0]:.3f}  C_e {points[1]:.3f}", flush=True)
+    print(f"{variance} power {power} largest: C_d {worst[0]:.3f}  C_e {worst[1]:.3f} "
+          "(perfsnake.sequential.CONSTANTS rounds them up)", flush=True)  # fmt: skip
 
 
 def main() -> None:
@@ -114,26 +118,31 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="mu1 0.3 and 0.15 only")
     parser.add_argument("--calibrate", action="store_true")
     parser.add_argument("--variance", default="iid", choices=["iid", "ar1"])
+    parser.add_argument("--power", type=float, nargs="+", choices=POWERS, help="default: all (calibrate: 0.8)")
     args = parser.parse_args()
     if args.calibrate:
-        calibrate(args.variance, args.reps or 20000, args.seed)
+        for power in args.power or (0.8,):
+            calibrate(args.variance, power, args.reps or 20000, args.seed)
         return
     reps, start, rows = args.reps or 4000, time.time(), []
-    print("| variance | model | mu1 | n_fixed | truth | different | equivalent | undecided | pairs / n_fixed |")
-    for variance, model in [("iid", m) for m in MODELS] + [("ar1", "side")]:
-        spec = Spec(MIN_EFFECT, variance)
-        for mu1 in (0.3, 0.15) if args.quick else MU1:
-            for truth in (0.0, 0.5, 1.0):
-                r = {
-                    "variance": variance,
-                    "model": model,
-                    "mu1": mu1,
-                    "truth_in_m": truth,
-                    **cell(spec, model, mu1, truth, reps, args.seed),
-                }
-                rows.append(r)
-                print(f"| {variance} | {model} | {mu1} | {r['n_fixed']:.0f} | {truth:g} m | {r['different']:.4f} | "
-                      f"{r['equivalent']:.4f} | {r['undecided'] + r['ended_by_cap']:.4f} | {r['ratio']:.3f} |", flush=True)  # fmt: skip
+    print("| power | variance | model | mu1 | n_fixed | truth | different | equivalent | undecided | pairs / n_fixed |")
+    for power in args.power or POWERS:
+        for variance, model in [("iid", m) for m in MODELS] + [("ar1", "side")]:
+            spec = Spec(MIN_EFFECT, variance, power)
+            for mu1 in (0.3, 0.15) if args.quick else MU1:
+                for truth in TRUTHS:
+                    r = {
+                        "power": power,
+                        "variance": variance,
+                        "model": model,
+                        "mu1": mu1,
+                        "truth_in_m": truth,
+                        **cell(spec, model, mu1, truth, reps, args.seed),
+                    }
+                    rows.append(r)
+                    print(f"| {power} | {variance} | {model} | {mu1} | {r['n_fixed']:.0f} | {truth:g} m | "
+                          f"{r['different']:.4f} | {r['equivalent']:.4f} | {r['undecided'] + r['ended_by_cap']:.4f} | "
+                          f"{r['ratio']:.3f} |", flush=True)  # fmt: skip
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(
         json.dumps({"reps": reps, "seed": args.seed, "seconds": round(time.time() - start), "rows": rows}, indent=1)

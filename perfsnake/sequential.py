@@ -4,9 +4,10 @@ Rounds of interleaved runs give paired differences d_i = b_i - a_i (run i of
 each side, adjacent in time). After a round, each comparison still open is
 either "different" (the difference is not zero), "equivalent" (it lies
 within +-m, m = min_effect x the mean of a, by two one-sided tests), or goes
-on; it ends "undecided" when its maximum information is reached, or early
-when the difference is confidently not zero yet confidently smaller than m
-(a real but unimportant change: more runs would not make it either).
+on; it ends "undecided" when its maximum information is reached, or (at
+power 0.8) early when the difference is confidently not zero yet confidently
+smaller than m (a real but unimportant change: more runs would not make it
+either).
 
 The design is a group-sequential test with information-based monitoring: the
 two tests run side by side, each with a power-family boundary (Wang and
@@ -16,8 +17,20 @@ DeMets 1983; Jennison and Turnbull 2000, ch. 7), t statistics taken to the
 normal scale by the probability integral transform (Jennison and Turnbull
 2000, ch. 14). Its constants C_d and C_e are the 95 % points of the largest
 standardised statistic over all looks, found by seeded simulation over a
-grid of m / sigma and two noise models (`bench/sequential.py --calibrate`);
-they hold for alpha 0.05 and power 0.8 only, which campaigns are held to.
+grid of m / sigma and two noise models (`bench/sequential.py --calibrate`).
+They hold for alpha 0.05 and the powers in POWERS (0.8, 0.9, 0.95), each with
+its own shape (R, K, first look) and boundaries: the fixed design of the same
+power (`n_fixed_factor`) grows with the power, and so do the savings of the
+looks, since a real difference or a real equivalence is then seen well before
+the fixed design's runs (`bench/sequential.py`: pairs used over the fixed
+design's, averaged over differences 0 and m, about 0.86 at power 0.8, 0.75 at
+0.9 and 0.67 at 0.95 with the "iid" estimate; the fewest any sequential design
+could use, `bench/sequential_bound.py`: 0.72 at 0.8, 0.57 at 0.95). Above 0.8
+the boundaries stop earlier (larger power-family exponents) and there is no
+early "undecided": its zone would cost more power than the larger maximum
+information that wins it back. The "ar1" estimate's fewest effective degrees
+of freedom dominate when m / sigma is large: it then uses more runs than the
+fixed design of known variance at every power.
 
 Two estimates of the variance of the mean: "iid" (the sample variance of the
 differences, n - 1 degrees of freedom) is right when runs are independent and
@@ -34,15 +47,32 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: (C_d, C_e) per variance estimate (alpha 0.05, power 0.8; shape below).
-CONSTANTS = {"iid": (2.48, 2.17), "ar1": (2.65, 2.25)}
-#: Per variance estimate: maximum information over the fixed design's (R),
-#: looks (K), first look (pairs), fewest effective degrees of freedom of a look.
-SHAPES = {"iid": (1.4, 20, 15, 0.0), "ar1": (1.6, 10, 40, 20.0)}
-#: Power-family exponents of the two boundaries, and the futility zone.
-D_DIFFERENT, D_EQUIVALENT, FUTILITY = 0.4, 0.5, 1.5
-#: The calibrated error rate and power.
-ALPHA, POWER = 0.05, 0.8
+#: The calibrated error rate, the powers a design exists for, and the default.
+ALPHA, POWERS, POWER = 0.05, (0.8, 0.9, 0.95), 0.8
+#: (C_d, C_e) per (variance estimate, power), for the shape and boundaries below.
+CONSTANTS = {
+    ("iid", 0.8): (2.48, 2.17),
+    ("ar1", 0.8): (2.65, 2.25),
+    ("iid", 0.9): (2.58, 2.37),
+    ("ar1", 0.9): (2.77, 2.54),
+    ("iid", 0.95): (2.58, 2.47),
+    ("ar1", 0.95): (2.76, 2.62),
+}
+#: Per (variance estimate, power): maximum information over the fixed design's
+#: (R), looks (K), first look (pairs), fewest effective degrees of freedom of a look.
+SHAPES = {
+    ("iid", 0.8): (1.4, 20, 15, 0.0),
+    ("ar1", 0.8): (1.6, 10, 40, 20.0),
+    ("iid", 0.9): (1.5, 20, 15, 0.0),
+    ("ar1", 0.9): (1.9, 20, 40, 20.0),
+    ("iid", 0.95): (1.8, 20, 15, 0.0),
+    ("ar1", 0.95): (2.1, 20, 40, 20.0),
+}
+#: Per power: the power-family exponents of the two boundaries (Delta_d, Delta_e;
+#: the bound is C t^(Delta - 1/2)), and the futility zone (none above 0.8: there it
+#: stops too many paths at 0 and m, and a larger R to win that power back costs
+#: more runs than it saves).
+BOUNDARIES = {0.8: (0.4, 0.5, 1.5), 0.9: (0.45, 0.6, math.inf), 0.95: (0.45, 0.6, math.inf)}
 #: Largest lag-1 autocorrelation the "ar1" estimate uses.
 AR1_MAX = 0.9
 
@@ -63,10 +93,23 @@ def n_fixed_factor(alpha: float = ALPHA, power: float = POWER) -> float:
 class Spec:
     min_effect: float  # relative to the mean of a
     variance: str = "iid"
+    power: float = POWER
+
+    def __post_init__(self) -> None:
+        if (self.variance, self.power) not in SHAPES:
+            raise ValueError(f"no design for variance {self.variance!r} at power {self.power!r} (powers: {POWERS})")
 
     @property
     def shape(self) -> tuple[float, int, int, float]:
-        return SHAPES[self.variance]
+        return SHAPES[self.variance, self.power]
+
+    @property
+    def constants(self) -> tuple[float, float]:
+        return CONSTANTS[self.variance, self.power]
+
+    @property
+    def boundaries(self) -> tuple[float, float, float]:
+        return BOUNDARIES[self.power]
 
     @property
     def first_look(self) -> int:
@@ -147,7 +190,7 @@ def decide(d: np.ndarray, reference: float, spec: Spec, last_look: int = -1) -> 
     if n < max(first, 3):
         return Decision("continue", n, last_look, margin=m)
     mean, var_mean, df = (float(x[0, -1]) for x in running(d[None, :], spec.variance))
-    tau = m**2 / (r_max * n_fixed_factor() * var_mean) if var_mean > 0 else math.inf
+    tau = m**2 / (r_max * n_fixed_factor(power=spec.power) * var_mean) if var_mean > 0 else math.inf
     k = int(min(math.floor(looks * tau), 10**9))
     se, z_diff, z_equiv = (float(v) for v in _z(mean, var_mean, df, m))
     t90 = float(-stdtrit(df, ALPHA))
@@ -157,14 +200,14 @@ def decide(d: np.ndarray, reference: float, spec: Spec, last_look: int = -1) -> 
         return out  # not a look: the information has not reached the next k / K
     out.look = k
     t = min(max(tau, 1e-9), 1.0)
-    c_diff, c_equiv = CONSTANTS[spec.variance]
-    out.bound_different = c_diff * t ** (D_DIFFERENT - 0.5)
-    out.bound_equivalent = c_equiv * t ** (D_EQUIVALENT - 0.5)
+    (c_diff, c_equiv), (d_diff, d_equiv, futility) = spec.constants, spec.boundaries
+    out.bound_different = c_diff * t ** (d_diff - 0.5)
+    out.bound_equivalent = c_equiv * t ** (d_equiv - 0.5)
     if z_diff >= out.bound_different:
         out.outcome = "different"
     elif z_equiv >= out.bound_equivalent:
         out.outcome = "equivalent"
-    elif tau >= 1 or (z_diff >= FUTILITY and z_equiv >= FUTILITY):
+    elif tau >= 1 or (z_diff >= futility and z_equiv >= futility):
         out.outcome = "undecided"
     return out
 
@@ -181,7 +224,7 @@ def simulate(d: np.ndarray, reference: np.ndarray, spec: Spec, calibrate: bool =
     n = np.arange(1, length + 1)
     m = spec.min_effect * np.abs(reference)
     with np.errstate(invalid="ignore", divide="ignore"):
-        tau = m**2 / (r_max * n_fixed_factor() * var_mean)
+        tau = m**2 / (r_max * n_fixed_factor(power=spec.power) * var_mean)
     tau = np.where(np.isfinite(tau), tau, 1e9)
     k = np.floor(looks * np.minimum(tau, 1e6))
     usable = df >= min_df
@@ -194,7 +237,8 @@ def simulate(d: np.ndarray, reference: np.ndarray, spec: Spec, calibrate: bool =
     r_, c_ = np.nonzero(look)
     _, z_diff, z_equiv = _z(mean[r_, c_], var_mean[r_, c_], df[r_, c_], m[r_, c_])
     t = np.clip(tau[r_, c_], 1e-9, 1.0)
-    s_diff, s_equiv = z_diff / t ** (D_DIFFERENT - 0.5), z_equiv / t ** (D_EQUIVALENT - 0.5)
+    d_diff, d_equiv, futility = spec.boundaries
+    s_diff, s_equiv = z_diff / t ** (d_diff - 0.5), z_equiv / t ** (d_equiv - 0.5)
     ends = end[r_, c_]
     never = length + 10
     if calibrate:
@@ -205,11 +249,11 @@ def simulate(d: np.ndarray, reference: np.ndarray, spec: Spec, calibrate: bool =
         np.maximum.at(most_diff, r_[keep], np.nan_to_num(s_diff[keep], nan=-np.inf))
         np.maximum.at(most_equiv, r_[keep], np.nan_to_num(s_equiv[keep], nan=-np.inf))
         return most_diff, most_equiv
-    c_diff, c_equiv = CONSTANTS[spec.variance]
+    c_diff, c_equiv = spec.constants
     different = s_diff >= c_diff
     equivalent = (s_equiv >= c_equiv) & ~different
     undecided = (
-        ((ends & (tau[r_, c_] >= 1)) | ((z_diff >= FUTILITY) & (z_equiv >= FUTILITY))) & ~different & ~equivalent
+        ((ends & (tau[r_, c_] >= 1)) | ((z_diff >= futility) & (z_equiv >= futility))) & ~different & ~equivalent
     )
     stop = different | equivalent | undecided | ends
     first_stop = np.full(rows, never)

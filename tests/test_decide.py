@@ -26,9 +26,10 @@ def paired_runs(rng, rows: int, n: int, truth: float, mu1: float, effect: float 
     return a, b
 
 
-def test_one_look_at_a_time_agrees_with_the_vectorised_design():
+@pytest.mark.parametrize("power", sequential.POWERS)
+def test_one_look_at_a_time_agrees_with_the_vectorised_design(power):
     rng = np.random.default_rng(11)
-    spec = sequential.Spec(0.02)
+    spec = sequential.Spec(0.02, power=power)
     for truth in (0.0, 1.0):
         a, b = paired_runs(rng, 40, 200, truth, 0.45)
         reference = np.cumsum(a, axis=1) / np.arange(1, 201)
@@ -66,6 +67,41 @@ def test_error_rates_and_runs_on_seeded_simulations(mu1):
     assert real_ratio < 0.9 and (null_ratio + real_ratio) / 2 < 0.95  # fewer runs than the fixed design
 
 
+@pytest.mark.parametrize(("power", "saved"), [(0.9, 0.82), (0.95, 0.76)])
+def test_the_higher_powers_hold_alpha_and_their_power_on_seeded_simulations(power, saved):
+    # As above at m / sigma 0.45 (the shortest paths) with each higher power's
+    # own constants and shape; the bound on the power is 3 standard errors below it.
+    rng = np.random.default_rng(20261126)
+    spec = sequential.Spec(0.02, power=power)
+    fixed = sequential.n_fixed_factor(power=power) / 0.45**2
+    rates = {}
+    for truth in (0.0, 1.0):
+        a, b = paired_runs(rng, 1500, int(2.5 * spec.shape[0] * fixed) + 20, truth, 0.45)
+        outcome, used = sequential.simulate(b - a, np.cumsum(a, axis=1) / np.arange(1, a.shape[1] + 1), spec)
+        rates[truth] = np.bincount(outcome, minlength=4) / len(outcome), used.mean() / fixed
+    (null, null_ratio), (real, real_ratio) = rates[0.0], rates[1.0]
+    assert null[0] <= 0.067 and real[1] <= 0.067  # false "different", false "equivalent"
+    assert min(null[1], real[0]) >= power - 3 * np.sqrt(power * (1 - power) / 1500)
+    assert null[3] == 0 and real[3] == 0
+    assert (null_ratio + real_ratio) / 2 < saved  # the higher the power, the more the looks save
+
+
+@pytest.mark.parametrize("power", sequential.POWERS)
+def test_the_fixed_design_is_the_larger_of_the_tost_and_the_two_sided_test(power):
+    from scipy.stats import norm
+
+    tost = (norm.ppf(0.95) + norm.ppf((1 + power) / 2)) ** 2
+    two_sided = (norm.ppf(0.975) + norm.ppf(power)) ** 2
+    factor = sequential.n_fixed_factor(power=power)
+    assert factor == pytest.approx(max(tost, two_sided), rel=1e-12)
+    assert factor == pytest.approx({0.8: 8.564, 0.9: 10.822, 0.95: 12.995}[power], abs=1e-3)
+
+
+def test_a_power_without_a_design_is_refused():
+    with pytest.raises(ValueError, match="no design"):
+        sequential.Spec(0.02, power=0.85)
+
+
 def campaign(tmp_path, decide: dict, **more) -> dict:
     counter = tmp_path / "counter"
     # Seeded noise of 4 % per run (a sum of 12 uniforms); c is 20 % slower.
@@ -84,7 +120,7 @@ def campaign(tmp_path, decide: dict, **more) -> dict:
 
 @pytest.mark.parametrize(("decide", "more", "key", "problem"), [
     ({"min_effect": "2%", "alpha": 0.01}, {}, "statistics.decide.alpha", "calibrated for 0.05 only"),
-    ({"min_effect": "2%", "power": 0.9}, {}, "statistics.decide.power", "calibrated for 0.8 only"),
+    ({"min_effect": "2%", "power": 0.85}, {}, "statistics.decide.power", "calibrated for 0.8 only"),
     ({"min_effect": "150%"}, {}, "statistics.decide.min_effect", "not between 0 and 100 %"),
     ({"min_effect": "2%", "metric": "valu"}, {}, "statistics.decide.metric", "'valu' is not a metric"),
     ({"min_effect": "2%"}, {"nb_runs": 5}, "statistics.decide", "conflicts with nb_runs"),
