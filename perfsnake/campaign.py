@@ -736,17 +736,23 @@ def _decide(data: dict, recs: list[dict], order: list[str], metrics: list[str], 
         raise CampaignError(
             origin, "statistics.decide.min_effect", f"{spec['min_effect']!r} is not between 0 and 100 %"
         )
-    for key, calibrated in (("alpha", sequential.ALPHA), ("power", sequential.POWER)):
-        if spec[key] != calibrated:
-            raise CampaignError(
-                origin, f"statistics.decide.{key}", f"the design is calibrated for {calibrated} only, not {spec[key]!r}"
-            )
+    if spec["alpha"] != sequential.ALPHA:
+        raise CampaignError(
+            origin,
+            "statistics.decide.alpha",
+            f"the design is calibrated for {sequential.ALPHA} only, not {spec['alpha']!r}",
+        )
+    if spec["power"] not in sequential.POWERS:
+        powers = ", ".join(str(p) for p in sequential.POWERS)
+        raise CampaignError(
+            origin, "statistics.decide.power", f"the design is calibrated for {powers} only, not {spec['power']!r}"
+        )
     if not any(sum(a[v] != b[v] for v in order) == 1 for i, a in enumerate(recs) for b in recs[i + 1 :]):
         raise CampaignError(origin, "statistics.decide", "needs records one variable apart to compare")
-    first = sequential.Spec(effect, spec["variance"]).first_look
+    first = sequential.Spec(effect, spec["variance"], spec["power"]).first_look
     if spec["max_runs"] < first:
         raise CampaignError(origin, "statistics.decide.max_runs", f"is below the design's first look ({first} runs)")
-    return {"mode": "decide", "metric": metric, "min_effect": effect, "variance": spec["variance"],
+    return {"mode": "decide", "metric": metric, "min_effect": effect, "variance": spec["variance"], "power": spec["power"],
             "budget_s": spec.get("budget_s"), "min_runs": first, "max_runs": spec["max_runs"]}  # fmt: skip
 
 

@@ -120,7 +120,7 @@ def campaign(tmp_path, decide: dict, **more) -> dict:
 
 @pytest.mark.parametrize(("decide", "more", "key", "problem"), [
     ({"min_effect": "2%", "alpha": 0.01}, {}, "statistics.decide.alpha", "calibrated for 0.05 only"),
-    ({"min_effect": "2%", "power": 0.85}, {}, "statistics.decide.power", "calibrated for 0.8 only"),
+    ({"min_effect": "2%", "power": 0.85}, {}, "statistics.decide.power", "calibrated for 0.8, 0.9, 0.95 only"),
     ({"min_effect": "150%"}, {}, "statistics.decide.min_effect", "not between 0 and 100 %"),
     ({"min_effect": "2%", "metric": "valu"}, {}, "statistics.decide.metric", "'valu' is not a metric"),
     ({"min_effect": "2%"}, {"nb_runs": 5}, "statistics.decide", "conflicts with nb_runs"),
@@ -144,8 +144,9 @@ def test_decide_needs_records_to_compare(tmp_path):
 
 
 @pytest.mark.e2e
-def test_a_campaign_runs_until_each_comparison_is_decided(tmp_path):
-    camp = write_campaign(tmp_path, campaign(tmp_path, {"min_effect": "3%", "budget_s": 600}))
+@pytest.mark.parametrize("power", [0.8, 0.95])
+def test_a_campaign_runs_until_each_comparison_is_decided(tmp_path, power):
+    camp = write_campaign(tmp_path, campaign(tmp_path, {"min_effect": "3%", "budget_s": 600, "power": power}))
     proc = snakemake(tmp_path, camp, "--cores", "1", "all")
     with open(tmp_path / "results/d/decisions.csv") as f:
         rows = {(r["record_a"], r["record_b"]): r for r in csv.DictReader(f)}
@@ -160,8 +161,17 @@ def test_a_campaign_runs_until_each_comparison_is_decided(tmp_path):
     assert runs["variant-c"] == sequential.Spec(0.03).first_look < runs["variant-a"] == runs["variant-b"]
     assert final["done"] and final["round"] > 1
     assert int(rows[("variant-a", "variant-c")]["pairs"]) == sequential.Spec(0.03).first_look
+    # The campaign's power chose the design: every look's bounds are its constants and exponents.
+    design = sequential.Spec(0.03, power=power)
+    (c_diff, c_equiv), (d_diff, d_equiv, _) = design.constants, design.boundaries
+    looked = [r for r in final["comparisons"] if r["look"] >= 0]
+    assert looked
+    for r in looked:
+        t = min(max(r["tau"], 1e-9), 1.0)
+        assert r["bound_different"] == pytest.approx(c_diff * t ** (d_diff - 0.5))
+        assert r["bound_equivalent"] == pytest.approx(c_equiv * t ** (d_equiv - 0.5))
     text = (tmp_path / "results/d/decisions.md").read_text()
-    assert "2 different, 1 equivalent" in text and "**equivalent**" in text
+    assert "2 different, 1 equivalent" in text and "**equivalent**" in text and f"power {power}," in text
     assert "decide d: round 1," in proc.stderr and "(done: see decisions.md)" in proc.stderr
     assert "the rounds decide how many" in proc.stderr
     # Every decided comparison stays decided, and a finished campaign plans nothing more.

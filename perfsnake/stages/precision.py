@@ -73,7 +73,7 @@ def decide_sequential(
     c = index.campaigns[name]
     spec = c.precision
     assert spec is not None
-    design = sequential.Spec(float(spec["min_effect"]), str(spec["variance"]))
+    design = sequential.Spec(float(spec["min_effect"]), str(spec["variance"]), float(spec["power"]))
     plan: dict[str, list[int]] = {}
     for status in status_files:
         path, run = layout.split_status(name, status)
@@ -164,7 +164,7 @@ def write_decisions(
         f"# {name}: decided in the fewest runs",
         "",
         f"{len(rows)} comparisons of `{spec.get('metric')}` (min_effect {float(spec.get('min_effect', 0)):.1%}, "
-        f"variance estimate `{spec.get('variance')}`) after {decision['round']} rounds, {runs} runs, "
+        f"power {spec.get('power')}, variance estimate `{spec.get('variance')}`) after {decision['round']} rounds, {runs} runs, "
         f"{float(decision['spent_s']):.0f} s of runs: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + ".",
         "",
         'A group-sequential design (perfsnake.sequential) looked after each round: a wrong "different" or a wrong',
