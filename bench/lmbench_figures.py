@@ -110,6 +110,8 @@ COMPARISONS = [
     _c("bw_tcp", "bw_tcp", "MB/s"),
     _c("bw_file_rd 4 MB io_only", "bw_file_rd 4096 io_only {dir}", "MB/s", "bw_file_rd 4m io_only {file}", r"^\S+ (\S+)$"),
     _c("bw_mmap_rd 4 MB mmap_only", "bw_mmap_rd 4096 mmap_only {dir}", "MB/s", "bw_mmap_rd 4m mmap_only {file}", r"^\S+ (\S+)$"),
+    _c("bw_file_rd 4 MB open2close", "bw_file_rd 4096 open2close {dir}", "MB/s", "bw_file_rd 4m open2close {file}", r"^\S+ (\S+)$"),
+    _c("bw_mmap_rd 4 MB open2close", "bw_mmap_rd 4096 open2close {dir}", "MB/s", "bw_mmap_rd 4m open2close {file}", r"^\S+ (\S+)$"),
     _c("stream triad", "stream triad", "MB/s"),
     _c("lat_timer select 1000", "lat_timer select 1000", "us"),
     _c("mhz (cycle, ns)", "mhz", "ns", "mhz", r"MHz, (\S+) nanosec clock", line="mhz.min"),
