@@ -725,7 +725,7 @@ def _decide(data: dict, recs: list[dict], order: list[str], metrics: list[str], 
     from perfsnake import sequential
 
     spec = data["statistics"]["decide"]  # defaults filled from the schema
-    metric = spec.get("metric") or (data["statistics"].get("metrics") or metrics)[0]
+    metric = spec.get("metric") or (data["statistics"].get("metrics") or metrics or ["wall_s"])[0]
     if metric not in [*metrics, "wall_s"]:
         raise CampaignError(
             origin, "statistics.decide.metric", f"{metric!r} is not a metric (metrics: {', '.join(metrics)})"
@@ -747,8 +747,18 @@ def _decide(data: dict, recs: list[dict], order: list[str], metrics: list[str], 
         raise CampaignError(
             origin, "statistics.decide.power", f"the design is calibrated for {powers} only, not {spec['power']!r}"
         )
-    if not any(sum(a[v] != b[v] for v in order) == 1 for i, a in enumerate(recs) for b in recs[i + 1 :]):
+    compared = data["statistics"].get("compare") or order
+    if not any(
+        sum(a[v] != b[v] for v in order) == 1 and any(a[v] != b[v] for v in compared)
+        for i, a in enumerate(recs)
+        for b in recs[i + 1 :]
+    ):
         raise CampaignError(origin, "statistics.decide", "needs records one variable apart to compare")
+    if data.get("order", "interleaved") != "interleaved":
+        # A pair is run i of each record; only interleaving makes them neighbours in time.
+        raise CampaignError(
+            origin, "order", f"is {data['order']!r}: statistics.decide pairs runs, so it needs interleaved"
+        )
     first = sequential.Spec(effect, spec["variance"], spec["power"]).first_look
     if spec["max_runs"] < first:
         raise CampaignError(origin, "statistics.decide.max_runs", f"is below the design's first look ({first} runs)")

@@ -191,7 +191,7 @@ def decide(d: np.ndarray, reference: float, spec: Spec, last_look: int = -1) -> 
         return Decision("continue", n, last_look, margin=m)
     mean, var_mean, df = (float(x[0, -1]) for x in running(d[None, :], spec.variance))
     tau = m**2 / (r_max * n_fixed_factor(power=spec.power) * var_mean) if var_mean > 0 else math.inf
-    k = int(min(math.floor(looks * tau), 10**9))
+    k = int(min(looks * tau, 1e9))  # tau is infinite when the differences do not vary
     se, z_diff, z_equiv = (float(v) for v in _z(mean, var_mean, df, m))
     t90 = float(-stdtrit(df, ALPHA))
     out = Decision("continue", n, last_look, mean, se, df, m, tau, z_diff, z_equiv,

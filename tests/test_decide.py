@@ -15,6 +15,7 @@ from helpers import jobs_run, snakemake, write_campaign
 from perfsnake import sequential
 from perfsnake.campaign import load_campaign
 from perfsnake.errors import CampaignError
+from perfsnake.stages import precision
 
 
 def paired_runs(rng, rows: int, n: int, truth: float, mu1: float, effect: float = 0.02):
@@ -97,6 +98,13 @@ def test_the_fixed_design_is_the_larger_of_the_tost_and_the_two_sided_test(power
     assert factor == pytest.approx({0.8: 8.564, 0.9: 10.822, 0.95: 12.995}[power], abs=1e-3)
 
 
+def test_differences_that_do_not_vary_are_decided_at_once():
+    # A deterministic metric (a count, identical builds): no variance, so the
+    # information is complete at the first look.
+    assert sequential.decide(np.zeros(20), 1.0, sequential.Spec(0.02)).outcome == "equivalent"
+    assert sequential.decide(np.full(20, 0.5), 1.0, sequential.Spec(0.02)).outcome == "different"
+
+
 def test_a_power_without_a_design_is_refused():
     with pytest.raises(ValueError, match="no design"):
         sequential.Spec(0.02, power=0.85)
@@ -125,6 +133,7 @@ def campaign(tmp_path, decide: dict, **more) -> dict:
     ({"min_effect": "2%", "metric": "valu"}, {}, "statistics.decide.metric", "'valu' is not a metric"),
     ({"min_effect": "2%"}, {"nb_runs": 5}, "statistics.decide", "conflicts with nb_runs"),
     ({"min_effect": "2%", "max_runs": 10}, {}, "statistics.decide.max_runs", "below the design's first look (15 runs)"),
+    ({"min_effect": "2%"}, {"order": "grouped"}, "order", "so it needs interleaved"),
 ])  # fmt: skip
 def test_bad_decide_settings_are_refused_in_one_line(tmp_path, decide, more, key, problem):
     path = tmp_path / "c.yaml"
@@ -132,6 +141,13 @@ def test_bad_decide_settings_are_refused_in_one_line(tmp_path, decide, more, key
     with pytest.raises(CampaignError) as err:
         load_campaign(path)
     assert err.value.key == key and problem in err.value.problem and "\n" not in str(err.value)
+
+
+def test_a_benchmark_without_metrics_is_decided_on_its_wall_time(tmp_path):
+    spec = campaign(tmp_path, {"min_effect": "2%"})
+    del spec["benchmark"]["metrics"]
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(spec))
+    assert load_campaign(tmp_path / "c.yaml").precision["metric"] == "wall_s"
 
 
 def test_decide_needs_records_to_compare(tmp_path):
@@ -186,3 +202,39 @@ def test_a_campaign_runs_until_each_comparison_is_decided(tmp_path, power):
     again = snakemake(tmp_path, camp, "--cores", "1", "all")
     assert jobs_run(again, "run") == 0 and "localcheckpoint precision_round:" in again.stdout + again.stderr
     assert (tmp_path / "results/d/decisions.csv").read_text() == before
+    # A round under another design than the earlier rounds' is refused, naming the change.
+    for lost in (f"precision/round-{final['round']}.json", "decisions.csv", "decisions.md", "results.json"):
+        (tmp_path / "results/d" / lost).unlink()
+    changed = campaign(tmp_path, {"min_effect": "4%", "budget_s": 600, "power": power})
+    camp = write_campaign(tmp_path, changed)
+    refused = snakemake(tmp_path, camp, "--cores", "1", "all", check=False)
+    assert refused.returncode != 0, refused.stdout + refused.stderr
+    assert "statistics.decide: changed since round" in refused.stderr and "min_effect 0.03 -> 0.04" in refused.stderr
+    assert not (tmp_path / f"results/d/precision/round-{final['round']}.json").exists()
+
+
+@pytest.mark.e2e
+def test_a_record_whose_runs_all_fail_is_undecided_at_once(tmp_path):
+    spec = campaign(tmp_path, {"min_effect": "3%", "budget_s": 600})
+    spec["variables"] = {"variant": ["a", "c", "broken"]}
+    spec["benchmark"]["command"] = "case {variant} in broken) exit 3;; esac; " + spec["benchmark"]["command"]
+    camp = write_campaign(tmp_path, spec)
+    snakemake(tmp_path, camp, "--cores", "1", "all", check=False)
+    with open(tmp_path / "results/d/decisions.csv") as f:
+        rows = {(r["record_a"], r["record_b"]): r for r in csv.DictReader(f)}
+    assert rows[("variant-a", "variant-c")]["outcome"] == "different"
+    for pair in (("variant-a", "variant-broken"), ("variant-c", "variant-broken")):
+        assert rows[pair]["outcome"] == "undecided" and rows[pair]["reason"] == "no ok runs of variant-broken"
+    first = sequential.Spec(0.03).first_look
+    assert len(list((tmp_path / "results/d/runs/variant-broken").glob("run-*"))) == first  # not up to max_runs
+    # No precision target is claimed: decisions.csv is a decide campaign's answer.
+    assert "precision_target_met" not in (tmp_path / "results/d/summary.csv").read_text()
+
+
+def test_records_linked_by_open_comparisons_get_the_same_runs():
+    plan = {"a": [1, 2, 3], "b": [1, 2, 3], "c": [1, 2, 3], "d": [1, 2, 3, 4, 5]}
+    add = {"a": 2, "b": 2, "c": 6, "d": 1}
+    # a-b and b-c open: a, b, c run round for round; d alone keeps its own count.
+    assert precision.same_counts(add, plan, [("a", "b"), ("b", "c")]) == {"a": 6, "b": 6, "c": 6, "d": 1}
+    # Earlier runs count: the record behind catches up to the same total.
+    assert precision.same_counts({"a": 2, "d": 1}, plan, [("a", "d")]) == {"a": 3, "d": 1}

@@ -148,6 +148,9 @@ def test_parent_death_stops_the_benchmark(psrun, tmp_path):
 
 def test_usage_error(psrun, tmp_path):
     assert launch(psrun, tmp_path).returncode == 2
+    # A negative grace would make a stopping launcher deaf to every signal.
+    refused = launch(psrun, tmp_path, "/bin/true", grace=-1)
+    assert refused.returncode == 2 and "usage" in refused.stderr
 
 
 # ---- containment (issue 20) -------------------------------------------------

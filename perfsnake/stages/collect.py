@@ -205,7 +205,9 @@ def collect_campaign(
     workdir = Path.cwd()
     lines = []
     results = []
-    decision = json.loads(Path(decision_file).read_text())["records"] if decision_file else {}
+    final = json.loads(Path(decision_file).read_text()) if decision_file else {}
+    # A decide campaign has no precision target: its answer is decisions.csv.
+    decision = final["records"] if final and final.get("mode") != "decide" else {}
     for status in status_files:
         path, i = layout.split_status(name, status)
         result = collect_record_run(c, path, i, workdir)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from perfsnake import layout, precision, sequential
+from perfsnake.errors import CampaignError
 from perfsnake.escape import value_text
 from perfsnake.stages.collect import collect_record_run
 
@@ -79,10 +80,20 @@ def decide_sequential(
         path, run = layout.split_status(name, status)
         plan.setdefault(path, []).append(run)
     values, spent = metric_runs(c, status_files, str(spec["metric"]))
+    used = {k: spec[k] for k in DESIGN_KEYS}
     before: dict[str, dict] = {}
     if round_number > 1:
         earlier = json.loads(Path(layout.precision_round(name, round_number - 1)).read_text())
         before = {f"{x['record_a']} vs {x['record_b']}": x for x in earlier["comparisons"]}
+        changed = [f"{k} {earlier['design'][k]} -> {used[k]}" for k in DESIGN_KEYS if earlier["design"][k] != used[k]]
+        if changed:
+            # Earlier rounds were decided by another design: mixing them would hold neither's error rates.
+            raise CampaignError(
+                c.origin,
+                "statistics.decide",
+                f"changed since round {round_number - 1} ({', '.join(changed)}): "
+                f"delete {Path(layout.precision_round(name, 1)).parent}/ to decide again from the same runs",
+            )
     budget = spec.get("budget_s")
     over_budget = budget is not None and spent >= float(budget)
     max_runs = int(spec["max_runs"])
@@ -97,9 +108,18 @@ def decide_sequential(
         common = sorted(set(values.get(a, {})) & set(values.get(b, {})))
         d = [values[b][i] - values[a][i] for i in common]
         reference = sum(values[a][i] for i in common) / len(common) if common else 0.0
-        dec = sequential.decide(np.asarray(d), reference, design, int(old.get("look", -1)))
+        # A side whose runs all failed would be given runs until max_runs.
+        failed = [x for x in (a, b) if len(plan.get(x, [])) >= design.first_look and not values.get(x)]
+        look = int(old.get("look", -1))
+        dec = (
+            sequential.Decision("undecided", len(common), look)
+            if failed
+            else sequential.decide(np.asarray(d), reference, design, look)
+        )
         outcome, reason = dec.outcome, ""
-        if outcome == "undecided":
+        if failed:
+            reason = f"no ok runs of {failed[0]}"
+        elif outcome == "undecided":
             reason = "at the design's maximum size" if dec.tau >= 1 else "the difference is real but below min_effect"
         elif outcome == "continue" and over_budget:
             outcome, reason = "undecided", f"budget of {budget:g} s spent"
@@ -116,6 +136,7 @@ def decide_sequential(
             "z_different": dec.z_different, "bound_different": dec.bound_different,
             "z_equivalent": dec.z_equivalent, "bound_equivalent": dec.bound_equivalent,
         })  # fmt: skip
+    add = same_counts(add, plan, [(r["record_a"], r["record_b"]) for r in rows if r["outcome"] == "continue"])
     records: dict[str, dict[str, object]] = {}
     for path, runs in sorted(plan.items()):
         runs = sorted(runs)
@@ -124,8 +145,8 @@ def decide_sequential(
         records[path] = {"runs": runs, "ok": len(values.get(path, {})), "rel_ci": None, "met": path not in add,
                          "add": list(range(max(runs) + 1, max(runs) + 1 + max(count, 0)))}  # fmt: skip
     done = not any(r["add"] for r in records.values())
-    decision = {"round": round_number, "mode": "decide", "done": done, "spent_s": spent, "records": records,
-                "comparisons": [_finite(r) for r in rows]}  # fmt: skip
+    decision = {"round": round_number, "mode": "decide", "design": used, "done": done, "spent_s": spent,
+                "records": records, "comparisons": [_finite(r) for r in rows]}  # fmt: skip
     Path(output).write_text(json.dumps(decision, indent=1) + "\n")
     counts = {o: sum(r["outcome"] == o for r in rows) for o in sequential.OUTCOMES}
     line = (f"decide {name}: round {round_number}, {sum(len(r) for r in plan.values())} runs ({spent:.0f} s): "
@@ -136,6 +157,30 @@ def decide_sequential(
     )
     # The terminal hears every round (the loop may run for long) and the end.
     print(line + ("" if not done else " (done: see decisions.md)"), file=sys.stderr, flush=True)
+
+
+#: The settings that make a decide campaign's design; a round refuses to go on under others.
+DESIGN_KEYS = ("metric", "min_effect", "power", "variance")
+
+
+def same_counts(add: dict[str, int], plan: dict[str, list[int]], open_pairs: list[tuple[str, str]]) -> dict[str, int]:
+    """Runs to add so that records linked by open comparisons end the round with
+    as many runs as each other: a pair is run i of each side, neighbours in time
+    only while the two sides are run round for round."""
+    group = {path: path for path in add}
+
+    def root(x: str) -> str:
+        while group[x] != x:
+            x = group[x]
+        return x
+
+    for a, b in open_pairs:
+        if a in group and b in group:
+            group[root(a)] = root(b)
+    target: dict[str, int] = {}
+    for path, n in add.items():
+        target[root(path)] = max(target.get(root(path), 0), len(plan.get(path, [])) + n)
+    return {path: target[root(path)] - len(plan.get(path, [])) for path in add}
 
 
 #: Columns of decisions.csv, in order.
@@ -157,7 +202,7 @@ def write_decisions(
         writer = csv.DictWriter(f, DECISION_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows({k: ("" if r.get(k) is None else r.get(k)) for k in DECISION_COLUMNS} for r in rows)
-    spec = index.campaigns[name].precision or {}
+    spec = decision["design"]  # the design the rounds used
     runs = sum(len(r["runs"]) for r in decision["records"].values())
     counts = {o: sum(r["outcome"] == o for r in rows) for o in sequential.OUTCOMES}
     lines = [

@@ -902,7 +902,8 @@ int main(int argc, char **argv)
 		} else
 			break;
 	}
-	if (!dir || i >= argc) {
+	/* A negative grace would wait forever once stopping, deaf to every signal. */
+	if (!dir || i >= argc || !(grace >= 0)) {
 		fprintf(stderr, "usage: psrun --dir RUN_DIR [--timeout SEC] "
 				"[--grace SEC] [--watch-stdin] [--lock-fd FD] "
 				"-- PROG [ARG...]\n");
