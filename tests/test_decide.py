@@ -27,10 +27,25 @@ def paired_runs(rng, rows: int, n: int, truth: float, mu1: float, effect: float 
     return a, b
 
 
-@pytest.mark.parametrize("power", sequential.POWERS)
-def test_one_look_at_a_time_agrees_with_the_vectorised_design(power):
+def drifting_runs(rng, rows: int, n: int, truth: float, mu1: float, phi: float = 0.7):
+    """Runs of a and b, each side AR(1) on its own (the case `ar1` is for); the
+    difference's long-run sd is m / mu1, m = 2."""
+    sd = 2 / mu1 / np.sqrt(2 * (1 + phi) / (1 - phi))
+    sides = []
+    for _ in range(2):
+        x = np.empty((rows, n))
+        x[:, 0] = rng.normal(0, sd, rows)
+        shocks = rng.normal(0, sd * np.sqrt(1 - phi**2), (rows, n))
+        for i in range(1, n):
+            x[:, i] = phi * x[:, i - 1] + shocks[:, i]
+        sides.append(x)
+    return 100 + sides[0], 100 + truth * 2 + sides[1]
+
+
+@pytest.mark.parametrize(("power", "variance"), [(p, "iid") for p in sequential.POWERS] + [(0.8, "ar1"), (0.95, "ar1")])
+def test_one_look_at_a_time_agrees_with_the_vectorised_design(power, variance):
     rng = np.random.default_rng(11)
-    spec = sequential.Spec(0.02, power=power)
+    spec = sequential.Spec(0.02, variance, power)
     for truth in (0.0, 1.0):
         a, b = paired_runs(rng, 40, 200, truth, 0.45)
         reference = np.cumsum(a, axis=1) / np.arange(1, 201)
@@ -85,6 +100,19 @@ def test_the_higher_powers_hold_alpha_and_their_power_on_seeded_simulations(powe
     assert min(null[1], real[0]) >= power - 3 * np.sqrt(power * (1 - power) / 1500)
     assert null[3] == 0 and real[3] == 0
     assert (null_ratio + real_ratio) / 2 < saved  # the higher the power, the more the looks save
+
+
+def test_runs_that_drift_on_their_own_need_the_ar1_estimate():
+    # Each side AR(1) phi 0.7 (model "side" of bench/sequential.py), m / sigma 0.3,
+    # 1,000 seeded null paths: the sample variance is too small, so "different"
+    # is called far too often; the long-run variance keeps it near 5 %.
+    rng = np.random.default_rng(20261127)
+    a, b = drifting_runs(rng, 1000, 700, 0.0, 0.3)
+    reference = np.cumsum(a, axis=1) / np.arange(1, 701)
+    wrong = {v: float(np.mean(sequential.simulate(b - a, reference, sequential.Spec(0.02, v))[0] == 0))
+             for v in ("iid", "ar1")}  # fmt: skip
+    assert wrong["iid"] > 0.2 and wrong["ar1"] <= 0.075
+    assert sequential.Spec(0.02, "ar1").first_look == 40
 
 
 @pytest.mark.parametrize("power", sequential.POWERS)
@@ -229,6 +257,19 @@ def test_a_record_whose_runs_all_fail_is_undecided_at_once(tmp_path):
     assert len(list((tmp_path / "results/d/runs/variant-broken").glob("run-*"))) == first  # not up to max_runs
     # No precision target is claimed: decisions.csv is a decide campaign's answer.
     assert "precision_target_met" not in (tmp_path / "results/d/summary.csv").read_text()
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("limit", "reason"), [({"budget_s": 0.001}, "budget of 0.001 s spent"),
+                                               ({"max_runs": 15}, "max_runs (15) reached")])  # fmt: skip
+def test_a_spent_budget_or_max_runs_ends_open_comparisons_undecided(tmp_path, limit, reason):
+    # Two identical variants and min_effect 1 %: nowhere near decided after the first look.
+    spec = campaign(tmp_path, {"min_effect": "1%", **limit})
+    spec["variables"] = {"variant": ["a", "b"]}
+    snakemake(tmp_path, write_campaign(tmp_path, spec), "--cores", "1", "all")
+    with open(tmp_path / "results/d/decisions.csv") as f:
+        (row,) = list(csv.DictReader(f))
+    assert (row["outcome"], row["reason"], row["pairs"]) == ("undecided", reason, "15")
 
 
 def test_records_linked_by_open_comparisons_get_the_same_runs():
