@@ -223,8 +223,9 @@ def compare_outputs(campaign: str) -> list[str]:
 
 
 def decisions(campaign: str) -> list[str]:
-    """What `statistics.decide` decided: one row per comparison, and the summary."""
-    return [f"{RESULTS}/{campaign}/decisions.csv", f"{RESULTS}/{campaign}/decisions.md"]
+    """What `statistics.decide` decided: one row per comparison, the summary, and its report page."""
+    return [f"{RESULTS}/{campaign}/decisions.csv", f"{RESULTS}/{campaign}/decisions.md",
+            f"{RESULTS}/{campaign}/report/decisions.html"]  # fmt: skip
 
 
 def precision_round(campaign: str, round_number: int | str) -> str:

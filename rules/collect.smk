@@ -48,6 +48,13 @@ rule decisions:
     output:
         csv="results/{campaign}/decisions.csv",
         md="results/{campaign}/decisions.md",
+        page=report(
+            "results/{campaign}/report/decisions.html",
+            caption="../workflow/report/decisions.rst",
+            category="{campaign}",
+            subcategory="statistics",
+            labels={"page": "decided in the fewest runs"},
+        ),
     log:
         "results/{campaign}/logs/decisions.log",
     # Short: on a cluster it runs on the submit host.

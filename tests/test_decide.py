@@ -216,6 +216,8 @@ def test_a_campaign_runs_until_each_comparison_is_decided(tmp_path, power):
         assert r["bound_equivalent"] == pytest.approx(c_equiv * t ** (d_equiv - 0.5))
     text = (tmp_path / "results/d/decisions.md").read_text()
     assert "2 different, 1 equivalent" in text and "**equivalent**" in text and f"power {power}," in text
+    page = (tmp_path / "results/d/report/decisions.html").read_text()  # the report's page of it
+    assert "<b>equivalent</b>" in page and "<td>variant-a</td>" in page and "**" not in page
     assert "decide d: round 1," in proc.stderr and "(done: see decisions.md)" in proc.stderr
     assert "the rounds decide how many" in proc.stderr
     # Every decided comparison stays decided, and a finished campaign plans nothing more.

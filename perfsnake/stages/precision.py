@@ -85,7 +85,8 @@ def decide_sequential(
     if round_number > 1:
         earlier = json.loads(Path(layout.precision_round(name, round_number - 1)).read_text())
         before = {f"{x['record_a']} vs {x['record_b']}": x for x in earlier["comparisons"]}
-        changed = [f"{k} {earlier['design'][k]} -> {used[k]}" for k in DESIGN_KEYS if earlier["design"][k] != used[k]]
+        recorded = earlier.get("design", used)  # rounds written before designs were recorded: trusted
+        changed = [f"{k} {recorded[k]} -> {used[k]}" for k in DESIGN_KEYS if recorded[k] != used[k]]
         if changed:
             # Earlier rounds were decided by another design: mixing them would hold neither's error rates.
             raise CampaignError(
@@ -202,7 +203,8 @@ def write_decisions(
         writer = csv.DictWriter(f, DECISION_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows({k: ("" if r.get(k) is None else r.get(k)) for k in DECISION_COLUMNS} for r in rows)
-    spec = decision["design"]  # the design the rounds used
+    # The design the rounds used (older rounds did not record it: the campaign's).
+    spec = decision.get("design") or index.campaigns[name].precision or {}
     runs = sum(len(r["runs"]) for r in decision["records"].values())
     counts = {o: sum(r["outcome"] == o for r in rows) for o in sequential.OUTCOMES}
     lines = [

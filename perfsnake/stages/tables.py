@@ -269,16 +269,23 @@ def csv_html(source: Path, out: Path, title: str, significant_first: bool = Fals
     Path(out).write_text(html_page(title, body))
 
 
+def _inline(text: str) -> str:
+    """Escaped, with the Markdown the pages' sources use: **bold** and `code`."""
+    text = html.escape(text)
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", text))
+
+
 def markdown_html(source: Path, out: Path, title: str) -> None:
-    """A Markdown table (significant.md) as an HTML page: its lines as a table."""
-    lines = Path(source).read_text().splitlines()
+    """A Markdown page (significant.md, decisions.md) as an HTML page: its
+    paragraphs and its table; its own title line gives way to the page's."""
+    lines = [ln for ln in Path(source).read_text().splitlines() if not ln.startswith("# ")]
     rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if line.startswith("|")]
     rows = [r for r in rows if not all(set(c) <= set(":-") for c in r)]
-    text = [f"<p>{html.escape(line)}</p>" for line in lines if line.strip() and not line.startswith("|")]
+    text = [f"<p>{_inline(line)}</p>" for line in lines if line.strip() and not line.startswith("|")]
     table = ""
     if rows:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
+        head = "".join(f"<th>{_inline(c)}</th>" for c in rows[0])
+        body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
         table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     Path(out).write_text(html_page(title, "\n".join(text) + table))
 
