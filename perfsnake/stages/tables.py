@@ -281,7 +281,15 @@ def markdown_html(source: Path, out: Path, title: str) -> None:
     lines = [ln for ln in Path(source).read_text().splitlines() if not ln.startswith("# ")]
     rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if line.startswith("|")]
     rows = [r for r in rows if not all(set(c) <= set(":-") for c in r)]
-    text = [f"<p>{_inline(line)}</p>" for line in lines if line.strip() and not line.startswith("|")]
+    # Paragraphs: consecutive prose lines, up to a blank line or the table.
+    paragraphs, current = [], []
+    for line in [*lines, ""]:
+        if line.strip() and not line.startswith("|"):
+            current.append(line.strip())
+        elif current:
+            paragraphs.append(" ".join(current))
+            current = []
+    text = [f"<p>{_inline(p)}</p>" for p in paragraphs]
     table = ""
     if rows:
         head = "".join(f"<th>{_inline(c)}</th>" for c in rows[0])
