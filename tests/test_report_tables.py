@@ -152,3 +152,17 @@ def test_constant_variables_left_out_of_the_rows():
     frame = summary().assign(flags="-O2")
     table = tables.summary_table(frame, {**INFO, "variables": ["flags", "lock", "t"]})
     assert "flags" not in table and "lock" in table
+
+
+def test_a_markdown_page_keeps_its_paragraphs_lists_and_emphasis(tmp_path):
+    source = tmp_path / "page.md"
+    source.write_text(
+        "# own title\n\nA paragraph wrapped\nover two lines with `code`.\n\n- first item\n- second **bold** item\n\n"
+        "## Warnings\n\n| a | outcome |\n|---|---|\n| x<y | **equivalent** |\n"
+    )
+    tables.markdown_html(source, tmp_path / "page.html", "t: page")
+    page = (tmp_path / "page.html").read_text()
+    assert "own title" not in page  # the page's title replaces the file's
+    assert "<p>A paragraph wrapped over two lines with <code>code</code>.</p>" in page
+    assert "<ul><li>first item</li><li>second <b>bold</b> item</li></ul>" in page
+    assert "<h4>Warnings</h4>" in page and "<td>x&lt;y</td><td><b>equivalent</b></td>" in page

@@ -281,15 +281,33 @@ def markdown_html(source: Path, out: Path, title: str) -> None:
     lines = [ln for ln in Path(source).read_text().splitlines() if not ln.startswith("# ")]
     rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if line.startswith("|")]
     rows = [r for r in rows if not all(set(c) <= set(":-") for c in r)]
-    # Paragraphs: consecutive prose lines, up to a blank line or the table.
-    paragraphs, current = [], []
+    # Blocks: a heading, list items (one each), or a paragraph of consecutive prose lines.
+    text: list[str] = []
+    current: list[str] = []
+    items: list[str] = []
+
+    def flush() -> None:
+        if current:
+            text.append(f"<p>{_inline(' '.join(current))}</p>")
+            current.clear()
+        if items:
+            text.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in items) + "</ul>")
+            items.clear()
+
     for line in [*lines, ""]:
-        if line.strip() and not line.startswith("|"):
+        if line.startswith("#"):
+            flush()
+            text.append(f"<h4>{_inline(line.lstrip('#').strip())}</h4>")
+        elif line.startswith("- "):
+            if current:
+                flush()
+            items.append(line[2:])
+        elif line.strip() and not line.startswith("|"):
+            if items:
+                flush()
             current.append(line.strip())
-        elif current:
-            paragraphs.append(" ".join(current))
-            current = []
-    text = [f"<p>{_inline(p)}</p>" for p in paragraphs]
+        else:
+            flush()
     table = ""
     if rows:
         head = "".join(f"<th>{_inline(c)}</th>" for c in rows[0])
