@@ -232,6 +232,22 @@ def order_statistic_levels(n: int) -> np.ndarray:
     return 1 - 2 * stats.binom.cdf(j - 1, n, 0.5)
 
 
+#: The method median_interval names in its result (summary.csv's median_ci_method).
+ORDER_STATISTIC = "order-statistic"
+#: How each statistic's interval is computed, as figure captions and report
+#: pages say it: kept here, beside the functions that compute them, so what
+#: readers are told cannot drift from what was done.
+INTERVAL_METHODS = {
+    "mean": "t interval over independent subsessions",
+    "median": f"exact {ORDER_STATISTIC} interval, distribution-free",
+}
+
+
+def interval_method(statistic: str) -> str:
+    """How the interval of `statistic` ("mean" or "median") is computed, in words."""
+    return INTERVAL_METHODS[statistic]
+
+
 def median_interval(x: np.ndarray, confidence: float, seed: int = 0) -> tuple[float, float, str, float]:
     """(low, high, method, achieved level) of the median: the narrowest
     symmetric order-statistic interval whose exact coverage reaches the
@@ -248,7 +264,7 @@ def median_interval(x: np.ndarray, confidence: float, seed: int = 0) -> tuple[fl
     levels = order_statistic_levels(n)
     reach = np.nonzero(levels >= confidence - 1e-12)[0]
     j = int(reach[-1]) if len(reach) else 0  # 0-based: x[j] and x[n-1-j]
-    method = "order-statistic" if len(reach) else "order-statistic, below the requested level"
+    method = ORDER_STATISTIC if len(reach) else f"{ORDER_STATISTIC}, below the requested level"
     return float(x[j]), float(x[n - 1 - j]), method, float(levels[j])
 
 

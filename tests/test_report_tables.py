@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 from helpers import ROOT, snakemake, write_campaign
@@ -11,6 +12,7 @@ from helpers import ROOT, snakemake, write_campaign
 from perfsnake.campaign import load_campaign
 from perfsnake.planning import CampaignIndex
 from perfsnake.stages import tables
+from perfsnake.stats import median_interval
 
 INFO = {
     "name": "c",
@@ -166,3 +168,30 @@ def test_a_markdown_page_keeps_its_paragraphs_lists_and_emphasis(tmp_path):
     assert "<p>A paragraph wrapped over two lines with <code>code</code>.</p>" in page
     assert "<ul><li>first item</li><li>second <b>bold</b> item</li></ul>" in page
     assert "<h4>Warnings</h4>" in page and "<td>x&lt;y</td><td><b>equivalent</b></td>" in page
+
+
+def test_a_median_campaign_names_the_order_statistic_interval_it_computes(tmp_path):
+    # Captions and the summary page say how the median's interval was made:
+    # the method median_interval reports, never the bootstrap it replaced.
+    path = write_campaign(tmp_path, {
+        "name": "med", "benchmark": {"type": "command", "command": "echo v=1", "metrics": {"v": r"v=(\S+)"}},
+        "variables": {"x": [1, 2]}, "nb_runs": 7, "statistics": {"statistic": "median"},
+        "plots": [{"kind": "bar", "x": "x", "y": "v", "name": "v"}],
+    })  # fmt: skip
+    c = load_campaign(path)
+    _, _, used, _ = median_interval(np.arange(7.0), 0.95)
+    caption = tables.plot_caption(c, c.data["plots"][0])
+    assert used == "order-statistic" and used in caption and "distribution-free" in caption
+    rows, summary_csv = tmp_path / "rows.json", tmp_path / "summary.csv"
+    rows.write_text('{"metadata": {}}')
+    pd.DataFrame([{"x": 1, "metric": "v", "n": 7, "median": 3.0, "median_ci_low": 0.0, "median_ci_high": 6.0,
+                   "median_ci_method": used}]).to_csv(summary_csv, index=False)  # fmt: skip
+    (tmp_path / "comparisons.csv").write_text("metric\n")
+    (tmp_path / "significant.md").write_text("")
+    out = {k: tmp_path / f"{k}.html" for k in ("landing", "machine", "summary", "comparisons", "significant")}
+    info = {"name": "med", "variables": ["x"], "statistics": c.data["statistics"]}
+    tables.write_pages(info, "", rows, summary_csv, tmp_path / "comparisons.csv", tmp_path / "significant.md", [], out)
+    page = out["summary"].read_text()
+    assert "median with its 95 % confidence interval (exact order-statistic" in page
+    for text in (caption, page):
+        assert "BCa" not in text and "bootstrap" not in text

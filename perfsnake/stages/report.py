@@ -39,8 +39,9 @@ def summarise(
 ) -> pd.DataFrame:
     """The statistic of `y` over repetitions and its interval, per combination of keys.
 
-    Same method as summary.csv: the mean's interval on independent
-    subsessions, the median's by BCa bootstrap. With one run, no bar.
+    Same method as summary.csv (perfsnake.stats.summarise): the mean's
+    interval on independent subsessions, the median's the exact
+    order-statistic one. With one run, no bar.
     """
     rows = []
     ordered = frame.sort_values("start") if "start" in frame else frame

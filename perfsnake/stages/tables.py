@@ -18,6 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# numpy only (already loaded when the workflow is parsed); no pandas.
+from perfsnake.stats import interval_method
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -320,8 +323,7 @@ def markdown_html(source: Path, out: Path, title: str) -> None:
 def interval_kind(statistics: Mapping[str, object]) -> str:
     stat = str(statistics.get("statistic", "mean"))
     conf = float(statistics.get("confidence", 0.95))  # type: ignore[arg-type]
-    method = "t interval over independent subsessions" if stat == "mean" else "BCa bootstrap"
-    return f"{stat} with its {conf * 100:g} % confidence interval ({method})"
+    return f"{stat} with its {conf * 100:g} % confidence interval ({interval_method(stat)})"
 
 
 def description(campaign: object) -> str:
