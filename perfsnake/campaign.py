@@ -691,7 +691,7 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     # A variable the source names is a build variable: each value its own source and build.
     build_vars += [v for v in benchmark.source_variables() if v not in build_vars]
     # Builds on another machine get a directory of their own.
-    records = [Record(r, record_path(r, order), platform.build_tag() + key_component(r, build_vars)) for r in recs]
+    records = [Record(r, record_path(r, order), key_component(r, build_vars, platform.build_tag())) for r in recs]
     campaign = Campaign(
         name=data["name"],
         file=path,
@@ -924,7 +924,7 @@ def floor_campaign(c: Campaign) -> Campaign | None:
     order, build_vars = [*c.variables, FLOOR_VARIABLE], [*c.build_vars, FLOOR_VARIABLE]
     tag = c.platform.build_tag()
     records = [
-        Record(values, record_path(values, order), tag + key_component(values, build_vars))
+        Record(values, record_path(values, order), key_component(values, build_vars, tag))
         for r in selected
         for values in ({**r.values, FLOOR_VARIABLE: k} for k in range(1, int(spec["layouts"]) + 1))
     ]

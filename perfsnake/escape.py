@@ -10,12 +10,15 @@ produces, so marked and plain components cannot collide): one too long for a
 file name keeps a prefix and gains `~` and a hash of the full value; one
 ending in a run of 20 or more repeats (a CPU mask 0xffff...), which Snakemake
 refuses as a wildcard value, gains a final `~`. The full value is kept in the
-run's result JSON and the CSV.
+run's result JSON and the CSV. A build key joins several components into one
+file name; when they are too long together, it too keeps a prefix and gains
+`~` and a hash of all its values.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 
 SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+-.")
@@ -86,8 +89,23 @@ def record_path(record: dict[str, object], order: list[str]) -> str:
     return "/".join(var_component(var, record[var]) for var in order)
 
 
-def key_component(record: dict[str, object], order: list[str]) -> str:
-    """A single flat component for a sub-record (used for build keys)."""
-    if not order:
-        return "default"
-    return ",".join(var_component(var, record[var]) for var in order)
+#: Longest build key, in bytes: its build directory is one file name, and its
+#: log `<key>.log` (beside it, under resources/logs/build/) another.
+MAX_KEY = 255 - len(".log")
+
+
+def key_component(record: dict[str, object], order: list[str], prefix: str = "") -> str:
+    """A single flat component for a sub-record (used for build keys), after
+    `prefix` (a platform's build tag). Each var-value is shortened as in a
+    record's path, but several of them joined can still be too long for a
+    file name: then the key keeps a prefix and gains `~` and a hash of the
+    prefix and every value. Keys that fit are unchanged, so existing builds
+    keep their names."""
+    key = prefix + (",".join(var_component(var, record[var]) for var in order) if order else "default")
+    if len(key.encode("utf-8")) <= MAX_KEY:
+        return key
+    full = json.dumps([prefix, [[var, value_text(record[var])] for var in order]], ensure_ascii=False)
+    digest = hashlib.sha256(full.encode("utf-8")).hexdigest()[:16]
+    # Cut by bytes (a tag or a variable's name need not be ASCII), never inside a character.
+    kept = key.encode("utf-8")[: MAX_KEY - 17].decode("utf-8", errors="ignore")
+    return f"{kept}~{digest}"

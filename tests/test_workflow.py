@@ -4,6 +4,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -122,6 +123,42 @@ def test_only_changed_builds_rebuild(tmp_path):
     assert now["flag-a"] == stamp["flag-a"] and "flag-c" in now
     frame = read_csv(tmp_path / "results" / "b" / "b.csv")
     assert sorted(frame["value"]) == ["a-1", "a-2", "c-1", "c-2"]
+
+
+# Three realistic CFLAGS-like build values (~110 characters each): their
+# var-value components alone join into a ~362-byte name.
+LONG_BUILD_VALUES = {
+    "cflags": "-O2 -march=native -fno-omit-frame-pointer -funroll-loops -fstack-protector-strong -D_FORTIFY_SOURCE=2 -pipe -g3",
+    "ldflags": "-Wl,-O1 -Wl,--as-needed -Wl,-z,relro -Wl,-z,now -Wl,--hash-style=gnu -Wl,--build-id=sha1 -L/opt/local/lib64 -lm",
+    "defines": "-DNDEBUG -DUSE_SNAPPY=1 -DLEVELDB_PLATFORM_POSIX -DOS_LINUX -DHAVE_FDATASYNC=1 -DHAVE_O_CLOEXEC=1 -DLOCKS=mcs",
+}
+
+
+def test_long_build_values_build_and_run(tmp_path):
+    camp = write_campaign(tmp_path, {
+        "name": "long",
+        "benchmark": {
+            "type": "command",
+            "build": "printf '%s\\n' {cflags} {ldflags} {defines} > {build_dir}/flags",
+            "build_variables": list(LONG_BUILD_VALUES),
+            "command": "echo value=$(wc -l < {build_dir}/flags)",
+            "metrics": {"value": r"value=(\S+)"},
+        },
+        "variables": {**{k: [v] for k, v in LONG_BUILD_VALUES.items()}, "x": [1, 2]},
+        "nb_runs": 1,
+    })  # fmt: skip
+    subprocess.run([sys.executable, "-m", "perfsnake", "validate", str(camp)], cwd=tmp_path, check=True)
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert jobs_run(proc, "build") == 1 and jobs_run(proc, "run") == 2
+    assert {s["status"] for s in statuses(tmp_path, "long").values()} == {"ok"}
+    (flags,) = (tmp_path / "resources" / "builds").rglob("flags")
+    assert flags.read_text().splitlines() == list(LONG_BUILD_VALUES.values())
+    assert list(read_csv(tmp_path / "results" / "long" / "long.csv")["value"]) == [3, 3]
+    for path in (tmp_path / "resources").rglob("*"):
+        assert len(path.name.encode()) <= 255, path
+    # The same values name the same build: nothing to do the second time.
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
 def test_runs_never_overlap_with_two_cores(tmp_path):
