@@ -131,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
 
             for key, value in capabilities.describe().items():
                 print(f"{key}: {value}")
+            problem = capabilities.tracefs_problem()
+            if problem:
+                print(f"tracefs_problem: {problem}")  # why the tracepoint answers are "no"
             return 0
         if args.command == "compare":
             if len(args.sides) == 2 and all(p.endswith(".csv") for p in args.sides):
@@ -191,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     extra = [a for a in args.snakemake_args if a != "--"]
     # Snakemake does not rebuild missing intermediate files of an up-to-date
     # CSV by itself, so the set-aside runs are requested explicitly.
-    cmd = [str(Path(sys.executable).with_name("snakemake")), "--cores", "1", "all"]
+    # `-m`: an environment need not have the snakemake script beside python.
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "all"]
     cmd += [str(rdir / "status.json") for rdir in failed]
     if args.config:
         cmd += ["--config", *args.config]

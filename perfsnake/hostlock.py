@@ -1,22 +1,33 @@
-"""One benchmark at a time per machine, whichever invocation runs it.
+"""One benchmark at a time per machine, whichever invocation or user runs it.
 
 Snakemake's `bench_lock` resource serialises the runs of one Snakemake
-process; this lock serialises every invocation on the host: an exclusive
-flock(2) on a host-wide file, taken before a run's pre-run hooks and released
-after its post-run hooks. The launcher inherits the descriptor, so a run whose
-workflow was killed keeps the lock until every one of its processes is gone.
+process; this lock serialises every invocation on the host, of every user: an
+exclusive flock(2) on one machine-wide file, taken before a run's pre-run
+hooks and released after its post-run hooks. The launcher inherits the
+descriptor, so a run whose workflow was killed keeps the lock until every one
+of its processes is gone.
 
 Where the lock lives: $PERFSNAKE_HOST_LOCK, else the `host_lock` config key,
-else /run/perfsnake/bench.lock (root), $XDG_RUNTIME_DIR/perfsnake/bench.lock,
-or /tmp/perfsnake-<uid>/bench.lock. `{host}` in a configured path becomes the
-host name: on a cluster whose nodes share a filesystem, one lock per node.
+else `perfsnake-bench.lock` in the first world-writable sticky directory of
+/run/lock, /var/lock, /tmp (the places Debian and the FHS give every user for
+lock files). `{host}` in a configured path becomes the host name: on a
+cluster whose nodes share a filesystem, one lock per node.
+
+The file is created readable and writable by all (mode 0666), so any user can
+take it; flock needs only an open descriptor, so a file someone else created
+with a narrower mode still works as long as this user may read it. It is
+opened without O_CREAT first because fs.protected_regular refuses O_CREAT on
+another user's file in a sticky directory.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import pwd
 import socket
+import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -24,10 +35,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 LOCK_ENV = "PERFSNAKE_HOST_LOCK"
-LOCK_NAME = "bench.lock"
+LOCK_NAME = "perfsnake-bench.lock"
+SHARED_DIRS = (Path("/run/lock"), Path("/var/lock"), Path("/tmp"))
 
 _configured: str | None = None
 _held = threading.local()
+
+
+class LockError(OSError):
+    """The benchmark lock cannot be opened by this user (the message says why and what to do)."""
 
 
 def configure(path: str | None) -> None:
@@ -36,29 +52,108 @@ def configure(path: str | None) -> None:
     _configured = path
 
 
-def default_dir() -> Path:
-    if os.geteuid() == 0:
-        return Path("/run/perfsnake")
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime):
-        return Path(runtime) / "perfsnake"
-    return Path(f"/tmp/perfsnake-{os.getuid()}")
+def _shared(directory: Path) -> bool:
+    """A directory every user may create files in, and none may delete another's."""
+    try:
+        mode = directory.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISDIR(mode) and mode & 0o1777 == 0o1777
+
+
+def default_path() -> Path:
+    directory = next((d for d in SHARED_DIRS if _shared(d)), SHARED_DIRS[-1])
+    return directory / LOCK_NAME
 
 
 def lock_path() -> Path:
     text = os.environ.get(LOCK_ENV) or _configured
     if text:
         return Path(os.path.expanduser(text.replace("{host}", socket.gethostname())))
-    return default_dir() / LOCK_NAME
+    return default_path()
+
+
+def _owner(path: Path) -> str:
+    try:
+        uid = path.stat().st_uid
+        return pwd.getpwuid(uid).pw_name
+    except (OSError, KeyError):
+        return "another user"
 
 
 def _open(path: Path) -> int:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    if os.fstat(fd).st_uid != os.geteuid() and os.geteuid() != 0 and path.parent.parts[:2] == ("/", "tmp"):
-        os.close(fd)
-        raise PermissionError(f"{path} belongs to another user")
-    return fd
+    for _ in range(3):  # the file may be created or removed between two tries
+        try:
+            return _open_existing(path)
+        except FileNotFoundError:
+            pass
+        if not path.parent.is_dir():
+            # Only a configured path can lack its directory; the shared ones exist.
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        except FileExistsError:
+            continue
+        os.fchmod(fd, 0o666)  # the umask narrowed it: every user must be able to take it
+        return fd
+    raise LockError(errno.EAGAIN, f"the benchmark lock {path} keeps appearing and disappearing")
+
+
+def problem() -> str | None:
+    """Why this user could not take the lock, checked before anything runs (None: it can).
+    Writes nothing: a missing file is only checked for a directory to create it in."""
+    path = lock_path()
+    try:
+        os.close(_open_existing(path))
+        return None
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        return exc.strerror if isinstance(exc, LockError) else f"cannot open the benchmark lock {path}: {exc.strerror}"
+    parent = next((p for p in path.parents if os.path.lexists(p)), Path("/"))
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        return (
+            f"cannot create the benchmark lock {path}: {parent} is not a directory this user may write (set host_lock)"
+        )
+    return None
+
+
+def _open_existing(path: Path) -> int:
+    """The lock file opened read-write, else read-only (flock needs no more)."""
+    flags = os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(path, os.O_RDWR | flags)
+    except PermissionError:
+        pass
+    try:
+        return os.open(path, os.O_RDONLY | flags)
+    except PermissionError:
+        raise LockError(
+            errno.EACCES,
+            f"the benchmark lock {path} belongs to {_owner(path)} and this user may not read it: "
+            f"chmod 0666 {path} (as its owner or root), or set host_lock",
+        ) from None
+
+
+def _holder(fd: int) -> str:
+    """Who holds the lock, as its holder wrote it ("" if unknown)."""
+    try:
+        return os.pread(fd, 200, 0).decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _record_holder(fd: int) -> None:
+    """Say who holds it, for the next user's waiting line (a read-only descriptor cannot)."""
+    try:
+        text = f"{pwd.getpwuid(os.geteuid()).pw_name} (pid {os.getpid()})\n".encode()
+    except KeyError:
+        text = f"uid {os.geteuid()} (pid {os.getpid()})\n".encode()
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, text, 0)
+    except OSError:
+        pass
 
 
 @contextmanager
@@ -70,10 +165,15 @@ def host_lock() -> Iterator[int]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            holder = _holder(fd)
+            who = f" ({holder})" if holder else ""
             print(
-                f"[perfsnake] waiting for {path}: another benchmark runs on this machine", file=sys.stderr, flush=True
+                f"[perfsnake] waiting for {path}: another benchmark{who} runs on this machine",
+                file=sys.stderr,
+                flush=True,
             )
             fcntl.flock(fd, fcntl.LOCK_EX)
+        _record_holder(fd)
         _held.fd = fd
         yield fd
     finally:

@@ -343,6 +343,9 @@ def campaign_files(config: dict) -> list[str]:
 def index_from_config(config: dict) -> CampaignIndex:
     campaigns = {c.name: c for c in load_campaigns(campaign_files(config))}
     hostlock.configure(config.get("host_lock"))
+    problem = hostlock.problem()
+    if problem:
+        raise CampaignError("config", "host_lock", problem)
     figures = {f.name: f for f in parse_figures(config.get("figures") or [], campaigns)}
     return CampaignIndex(campaigns, config.get("flamegraph_dir"), figures)
 

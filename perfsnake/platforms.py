@@ -254,15 +254,19 @@ echo "boot_id=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)"
 """
 
 # The remote host's benchmark lock: the rule of perfsnake.hostlock, applied
-# there, unless the campaign names the file ($1). Waiting says so in one line.
+# there, unless the campaign names the file ($1): one file for every user, in
+# the first world-writable sticky directory, opened read-only (flock needs no
+# more; a failed `exec` would end a POSIX shell, so it is checked first) and
+# created mode 0666 with O_EXCL (noclobber) when missing. Waiting
+# says so in one line.
 _REMOTE_LOCK = r"""
-if [ -n "$1" ]; then l=$1; else
-  if [ "$(id -u)" = 0 ]; then d=/run/perfsnake
-  elif [ -d "${XDG_RUNTIME_DIR:-}" ]; then d=$XDG_RUNTIME_DIR/perfsnake
-  else d=/tmp/perfsnake-$(id -u); fi
-  l=$d/bench.lock
+if [ -n "$1" ]; then l=$1; mkdir -p "$(dirname "$l")" || exit 125; else
+  for d in /run/lock /var/lock /tmp; do [ -d "$d" ] && [ -k "$d" ] && [ -w "$d" ] && break; done
+  l=$d/perfsnake-bench.lock
 fi
-mkdir -p -m 700 "$(dirname "$l")" && exec 9>>"$l" || exit 125
+[ -e "$l" ] || (umask 0; set -C; : >"$l") 2>/dev/null
+[ -r "$l" ] || exit 125
+exec 9<"$l"
 flock -n 9 || { echo "perfsnake: waiting for the benchmark lock of $(hostname) ($l)" >&2; flock 9; } || exit 125
 """
 

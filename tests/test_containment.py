@@ -258,23 +258,6 @@ def test_planted_link_is_reported_never_followed(tmp_path):
     assert json.loads((run / "status.json").read_text())["links"] == result["links"]
 
 
-def test_host_lock_path_default_config_and_environment(monkeypatch):
-    import socket
-
-    from perfsnake import hostlock
-
-    monkeypatch.delenv(hostlock.LOCK_ENV, raising=False)
-    hostlock.configure(None)
-    assert hostlock.lock_path() == hostlock.default_dir() / "bench.lock"
-    if os.geteuid() == 0:
-        assert hostlock.lock_path() == Path("/run/perfsnake/bench.lock")
-    hostlock.configure("/shared/locks/{host}.lock")  # one lock per node of a cluster
-    assert hostlock.lock_path() == Path(f"/shared/locks/{socket.gethostname()}.lock")
-    monkeypatch.setenv(hostlock.LOCK_ENV, "/elsewhere/bench.lock")
-    assert hostlock.lock_path() == Path("/elsewhere/bench.lock")
-    hostlock.configure(None)
-
-
 def test_marked_components_are_stable_distinct_and_short():
     from perfsnake.escape import record_path
 

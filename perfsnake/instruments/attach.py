@@ -120,9 +120,9 @@ class Attach(Daemon):
                 "the program uses kprobes, which this kernel does not offer (tracepoints and uprobes only)", "program"
             )
         events = tuple(f"{group}:{name}" for group, name in _TRACEPOINT.findall(source))
-        absent = capabilities.missing_tracepoint(events) if events else None
-        if absent:
-            raise self.fail(f"this kernel has no {absent} tracepoint", "program")
+        problem = capabilities.tracepoint_problem(events) if events else None
+        if problem:
+            raise self.fail(problem, "program")
         super().check(records, variables)
 
     def metrics(self, run_dir: Path) -> dict[str, object]:

@@ -352,6 +352,13 @@ class DropCaches(Hook):
     kind = "drop_caches"
     PATH = Path("/proc/sys/vm/drop_caches")
 
+    def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
+        # Refused before anything runs: a run with warm caches would otherwise
+        # pass for one with cold caches, noted only in hooks.json.
+        if not os.access(self.PATH, os.W_OK):
+            raise self.fail(f"dropping the page cache needs root ({self.PATH} is not writable by this user)")
+        super().check(records, variables)
+
     def apply(self, ctx: Context, phase: str) -> dict[str, object]:
         os.sync()
         try:
@@ -373,10 +380,16 @@ class Governor(Hook):
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         if self.spec["governor"] is None and str(self.spec["variable"]) not in variables:
             raise self.fail(f"set `governor:` or sweep a {self.spec['variable']!r} variable")
+        locked = [f for f in _governor_files() if f.exists() and not os.access(f, os.W_OK)]
+        if locked:
+            # Without cpufreq the hook records "no cpufreq" (a VM); with it, a
+            # governor this user cannot set would make every run a silent no-op.
+            raise self.fail(f"setting the CPU frequency governor needs root ({locked[0]} is not writable by this user)")
+        super().check(records, variables)
 
     def apply(self, ctx: Context, phase: str) -> dict[str, object]:
         wanted = self.spec["governor"] or text(ctx.params, str(self.spec["variable"]))
-        files = [Path(f"/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor") for c in online_cpus()]
+        files = _governor_files()
         if not any(f.exists() for f in files):
             return {"applied": False, "requested": wanted, "in_force": None, "note": "no cpufreq on this machine"}
         errors = []
@@ -391,6 +404,10 @@ class Governor(Hook):
         if errors:
             result["note"] = "; ".join(errors)
         return result
+
+
+def _governor_files() -> list[Path]:
+    return [Path(f"/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor") for c in online_cpus()]
 
 
 class Cooldown(Hook):

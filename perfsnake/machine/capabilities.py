@@ -38,44 +38,99 @@ def hardware_pmu() -> bool:
     return False
 
 
+def _present(path: Path) -> bool | None:
+    """Whether `path` exists; None when this user may not look (tracefs is
+    root-only on most distributions: an unprivileged user's question must be
+    answered "no, needs root", not raise)."""
+    try:
+        path.stat()
+    except PermissionError:
+        return None
+    except OSError:
+        return False
+    return True
+
+
 def kprobes() -> bool:
-    return (EVENT_SOURCES / "kprobe").exists()
+    return _present(EVENT_SOURCES / "kprobe") is True
 
 
 def uprobes() -> bool:
-    return (EVENT_SOURCES / "uprobe").exists()
+    return _present(EVENT_SOURCES / "uprobe") is True
 
 
 def btf() -> bool:
-    return BTF.exists()
+    return _present(BTF) is True
+
+
+def _events_dir() -> Path | None | bool:
+    """The readable tracefs events directory; False: not mounted; None: not readable by this user."""
+    denied = False
+    for root in TRACEFS:
+        found = _present(root)
+        if found is None:
+            denied = True
+        elif found and os.access(root, os.R_OK | os.X_OK):
+            return root
+        elif found:
+            denied = True
+    return None if denied else False
+
+
+def _mount_tracefs() -> None:
+    if os.geteuid() != 0 or not TRACEFS[0].parent.is_dir():
+        return
+    try:
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS[0].parent)],
+                       capture_output=True, check=False, timeout=10)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        pass  # no mount(8), or it hung: tracefs_problem() says what is missing
 
 
 @cache
-def tracefs() -> bool:
-    """Tracepoints are visible; as root, tracefs is mounted first when it is not.
+def tracefs_problem() -> str | None:
+    """Why this user cannot see tracepoints, in a few words (None: it can).
 
-    A freshly booted machine may not have it mounted until some tool does (perf
-    mounts it on its first use of a tracepoint), so asking before perf ran would
-    refuse a campaign that works.
+    As root, tracefs is mounted first when it is not: a freshly booted machine
+    may not have it until some tool does (perf mounts it on its first use of a
+    tracepoint), so asking before perf ran would refuse a campaign that works.
     """
-    if not any(root.is_dir() for root in TRACEFS) and os.geteuid() == 0 and TRACEFS[0].parent.is_dir():
-        try:
-            subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS[0].parent)],
-                           capture_output=True, check=False, timeout=10)  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired):
-            pass  # no mount(8), or it hung: the answer below says what is missing
-    return any(root.is_dir() for root in TRACEFS)
+    if _events_dir() is False:
+        _mount_tracefs()
+    found = _events_dir()
+    if found is None:
+        return f"tracepoints need read access to tracefs ({TRACEFS[0].parent}): root only on this machine"
+    if found is False:
+        return "tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing as root)"
+    return None
+
+
+def tracefs() -> bool:
+    """Tracepoints are visible to this user."""
+    return tracefs_problem() is None
 
 
 @cache
 def missing_tracepoint(events: tuple[str, ...]) -> str | None:
-    """The first of `events` ("group:name") this kernel lacks (None: all there)."""
-    tracefs()  # mounted if need be
+    """The first of `events` ("group:name") this kernel lacks (None: all there,
+    or this user cannot tell: `tracepoint_problem` says which)."""
+    root = _events_dir()
+    if not isinstance(root, Path):
+        return None
     for event in events:
         group, name = event.split(":")
-        if not any((root / group / name).is_dir() for root in TRACEFS):
+        if _present(root / group / name) is not True:
             return event
     return None
+
+
+def tracepoint_problem(events: tuple[str, ...]) -> str | None:
+    """Why these tracepoints cannot be used here, in a line (None: they can)."""
+    problem = tracefs_problem()
+    if problem:
+        return problem
+    absent = missing_tracepoint(events)
+    return f"this kernel has no {absent} tracepoint" if absent else None
 
 
 def paranoid() -> int | None:
@@ -104,11 +159,7 @@ def sampling_problem() -> str | None:
 
 def recording_problem(events: tuple[str, ...]) -> str | None:
     """Why `perf record -a` of these tracepoints cannot work here, in a line (None: it can)."""
-    problem = whole_machine_problem()
-    if problem:
-        return problem
-    absent = missing_tracepoint(events)
-    return f"this kernel has no {absent} tracepoint (tracefs)" if absent else None
+    return whole_machine_problem() or tracepoint_problem(events)
 
 
 def describe() -> dict[str, object]:
@@ -119,8 +170,8 @@ def describe() -> dict[str, object]:
         "uprobes": uprobes(),
         "btf": btf(),
         "tracefs": tracefs(),
-        "sched_tracepoints": missing_tracepoint(("sched:sched_switch", "sched:sched_waking")) is None,
-        "lock_tracepoints": missing_tracepoint(("lock:contention_begin", "lock:contention_end")) is None,
+        "sched_tracepoints": tracepoint_problem(("sched:sched_switch", "sched:sched_waking")) is None,
+        "lock_tracepoints": tracepoint_problem(("lock:contention_begin", "lock:contention_end")) is None,
         "perf_event_paranoid": paranoid(),
         "root": os.geteuid() == 0,
     }
