@@ -8,12 +8,16 @@ The `#` metadata lines (benchkit style) all come before the header, and the
 first one says how many there are (`# metadata_lines: N`), so a reader skips
 exactly those lines and never takes a `#` inside a value for a comment.
 With pandas alone: `pandas.read_csv(path, skiprows=N, keep_default_na=False,
-na_values=[""])`.
+na_values=[""])`; that reads "" as missing and "007" as 7, where
+read_results keeps the types the campaign's JSON beside the CSV records.
 """
 
 from __future__ import annotations
 
+import csv
 import io
+import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -61,13 +65,66 @@ def metadata_lines(text: str) -> int:
     return int(first[len(prefix) :]) if first.startswith(prefix) else 0
 
 
+def _csv_text_of(value: object) -> str:
+    """How write_csv (pandas) spells a JSON value in the CSV."""
+    return "" if value is None else str(value)
+
+
+def value_types(rows_json: Path, header: list[str], metadata: Mapping[str, str]) -> dict[str, dict[str, object]]:
+    """Column -> {its text in the CSV: the value the campaign recorded}, for
+    each column of the campaign's JSON rows (`<campaign>.json`, written with
+    the CSV) that holds a string; {} when there is no such file or it was
+    written for other rows (its columns or metadata differ from the CSV's)."""
+    try:
+        data = json.loads(rows_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("columns") != header:
+        return {}
+    written = _comment_lines(dict(data.get("metadata") or {}))
+    if written != _comment_lines({k: v for k, v in metadata.items() if k != META_COUNT}):
+        return {}
+    types: dict[str, dict[str, object]] = {}
+    for column in header:
+        values = [row.get(column) for row in data.get("rows") or []]
+        if any(isinstance(v, str) for v in values):
+            # "" is the empty string when the campaign has one, else a missing value.
+            texts: dict[str, object] = {_csv_text_of(v): v for v in values if v is not None}
+            texts.setdefault("", math.nan)
+            types[column] = texts
+    return types
+
+
 def read_results(source: str | Path | io.TextIOBase, dtype: object = None) -> pd.DataFrame:
     """A campaign CSV read back exactly: the metadata block is skipped by its
-    count, never by a comment character; "NA" and the like stay strings."""
+    count, never by a comment character; "NA" and the like stay strings.
+
+    A CSV cannot tell the empty string from a missing value, nor the string
+    "007" from the number 7; the campaign's JSON rows beside it
+    (`results/<campaign>/<campaign>.json`, same metadata) record each value
+    with its type. So a column holding strings there (`cpu_list: ""`, a tag
+    "007") reads back as those strings, exactly, and a column of numbers
+    (metrics, numeric variables) stays numeric; a column mixing both gets
+    each value's own type. A `dtype` given is used as it is; without that
+    file (a text stream, a CSV copied alone) pandas infers the types: ""
+    is then missing and numeric-looking strings become numbers."""
     text = _text(source)
-    return pd.read_csv(
-        io.StringIO(text), skiprows=metadata_lines(text), keep_default_na=False, na_values=[""], dtype=dtype
-    )
+    skip = metadata_lines(text)
+    types: dict[str, dict[str, object]] = {}
+    if dtype is None and isinstance(source, (str, Path)):
+        header = next(csv.reader(io.StringIO(text.split("\n", skip)[-1])), [])
+        types = value_types(Path(source).with_suffix(".json"), header, read_results_metadata(io.StringIO(text)))
+    if not types:
+        return pd.read_csv(io.StringIO(text), skiprows=skip, keep_default_na=False, na_values=[""], dtype=dtype)
+    # Text columns are read as written, then given the campaign's values;
+    # every other column is parsed as before ("" missing).
+    frame = pd.read_csv(
+        io.StringIO(text), skiprows=skip, keep_default_na=False, dtype=dict.fromkeys(types, str),
+        na_values={c: [""] for c in header if c not in types},
+    )  # fmt: skip
+    for column, texts in types.items():
+        frame[column] = [texts.get(v, v) for v in frame[column]]
+    return frame
 
 
 def read_results_metadata(source: str | Path | io.TextIOBase) -> dict[str, str]:

@@ -1,8 +1,11 @@
 """The CSV and metadata writer."""
 
+import io
 import json
 
 import pandas as pd
+import pytest
+from helpers import snakemake, write_campaign
 
 from perfsnake.results import read_csv, read_metadata
 from perfsnake.stages.aggregate import aggregate, rows_of
@@ -114,3 +117,41 @@ def test_hostile_values_read_back_exactly(tmp_path):
     skip = int(csv.read_text().split("\n", 1)[0].split()[-1])
     plain = pd.read_csv(csv, skiprows=skip, keep_default_na=False, na_values=[""])
     assert list(plain["x"]) == HOSTILE
+
+
+def test_values_read_back_with_the_types_the_campaign_gave_them(tmp_path):
+    # "" (no pinning) and "007" are strings the CSV cannot tell from a missing
+    # value and a number; the campaign's JSON beside it can.
+    results = tmp_path / "results.json"
+    runs = [
+        result(1, {"v": 1.5, "n": 3}, start=i, cpu_list=cpu, tag=tag, x=x, mixed=m)
+        for i, (cpu, tag, x, m) in enumerate([("", "007", 1, 1), ("0", "010", 2, "a"), ("", "010", 1, "NA")])
+    ]
+    results.write_text(json.dumps(runs))
+    info = {"name": "c", "file": "c.yaml", "sha256": "ab" * 32, "benchmark": "command",
+            "variables": ["cpu_list", "tag", "x", "mixed"], "metrics": ["v", "n"]}  # fmt: skip
+    csv = tmp_path / "c.csv"
+    aggregate(results, info, csv, tmp_path / "c.json", tmp_path / "commands.sh")
+    frame = read_csv(csv)
+    assert list(frame["cpu_list"]) == ["", "0", ""] and list(frame["tag"]) == ["007", "010", "010"]
+    assert list(frame["mixed"]) == [1, "a", "NA"]
+    for column in ("x", "n", "v", "exit_code", "wall_s"):
+        assert pd.api.types.is_numeric_dtype(frame[column]), column
+    assert list(frame["x"]) == [1, 2, 1] and frame["x"].dtype == "int64"
+    # A text source has no JSON beside it: read as before.
+    assert list(read_csv(io.StringIO(csv.read_text()))["tag"]) == [7, 10, 10]
+
+
+@pytest.mark.e2e
+def test_the_workflows_csv_reads_back_empty_and_numeric_looking_strings(tmp_path):
+    camp = write_campaign(tmp_path, {
+        "name": "types", "benchmark": {"type": "command", "command": "echo value={x}", "metrics": {"value": r"value=(\S+)"}},
+        "variables": {"cpu_list": ["", "0"], "tag": ["007", "010"], "x": [1, 2.5]}, "nb_runs": 1,
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_csv(tmp_path / "results/types/types.csv").sort_values(["cpu_list", "tag", "x"])
+    assert list(frame["cpu_list"]) == ["", "", "", "", "0", "0", "0", "0"]
+    assert list(frame["tag"]) == ["007", "007", "010", "010"] * 2
+    assert list(frame["x"]) == [1.0, 2.5] * 4 and list(frame["value"]) == [1.0, 2.5] * 4
+    assert all(pd.api.types.is_numeric_dtype(frame[c]) for c in ("x", "value", "wall_s", "exit_code"))
+    assert set(frame["status"]) == {"ok"}
