@@ -4,7 +4,9 @@ program, the fifth of which plants 20 % more work."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -167,29 +169,70 @@ def test_steps_are_found_where_the_metric_changed_and_nowhere_else():
     assert found == 20 and false <= 2
 
 
+#: The regression `scripts/setup/demo_repo.sh` plants in v5 of the demo history.
+PLANTED = "x = (i % 4 == 0) ? work(work(x)) : work(x);"
+
+
 @pytest.mark.e2e
-def test_the_ready_regression_campaign_runs(tmp_path):
+def test_the_ready_regression_campaign_finds_the_step_at_v5_and_fails_its_gate(tmp_path):
+    """The README's demonstration: on the demo history the step is found at
+    v5, the gate against v1 fails from v5 onwards (and not before), and
+    `perfsnake check` exits 1.
+
+    The ready campaign counts in time (operations per wall-clock second,
+    +25 % work per operation at v5), which a loaded machine can blur into
+    `inconclusive`. This copy keeps its history, range, metrics, derived
+    ops_per_s, gate and run count, and builds each release so that the claims
+    hold by construction: the heater's clock is its own CPU time (a co-runner
+    taking turns on the CPU no longer changes ops_per_s) and v5's planted
+    line does four times the work of every step instead of a quarter more."""
     import subprocess as sp
 
     import yaml
     from helpers import ROOT
 
     sp.run(["bash", str(ROOT / "scripts/setup/demo_repo.sh")], check=True)  # made by `make setup`; idempotent
+    history = ROOT / "resources/demo/heater-history"
+    tags = {f"v{i}": git(history, "rev-parse", f"v{i}").strip()[:12] for i in range(1, 9)}
+    # What the build amplifies is what the demo plants, in v5 and not before.
+    assert PLANTED in git(history, "show", "v5:heater.c") and PLANTED not in git(history, "show", "v4:heater.c")
     (tmp_path / "resources/demo").mkdir(parents=True)
-    (tmp_path / "resources/demo/heater-history").symlink_to(ROOT / "resources/demo/heater-history")
+    (tmp_path / "resources/demo/heater-history").symlink_to(history)
     data = yaml.safe_load((ROOT / "config/campaigns/regression_heater.yaml").read_text())
-    data.update(nb_runs=2, duration_s=0.1)  # the structure, not the figures: those need a quiet machine
+    assert data["nb_runs"] == 3 and data["references"] == [
+        {"metric": "ops_per_s", "baseline": {"version": "v1"}, "max_regression": "5%", "better": "higher"}
+    ]
+    # Both substitutions must have happened (else the build fails): no wall clock, no quarter-step plant.
+    data["benchmark"]["build"] = (
+        "sed -e 's/CLOCK_MONOTONIC/CLOCK_PROCESS_CPUTIME_ID/' "
+        "-e 's/(i % 4 == 0) ? work(work(x)) : work(x)/work(work(work(work(x))))/' "
+        "{src_dir}/heater.c > {build_dir}/heater.c && ! grep -q -e CLOCK_MONOTONIC -e 'i % 4' {build_dir}/heater.c && "
+        + data["benchmark"]["build"].replace("{src_dir}/heater.c", "{build_dir}/heater.c")
+    )
+    data["duration_s"] = 0.2
     camp = write_campaign(tmp_path, data)
     proc = snakemake(tmp_path, camp, "--cores", "1", "all")
-    assert jobs_run(proc, "build") == 8 and jobs_run(proc, "run") == 16
+    assert jobs_run(proc, "build") == 8 and jobs_run(proc, "run") == 24
     results = tmp_path / "results/regression_heater"
-    assert (results / "regression/ops_per_s.png").exists() and (results / "regression/steps.csv").exists()
-    gates = read_csv_plain(results / "gates.csv")
-    assert len(gates) == 8 and {g["verdict"] for g in gates} <= {"pass", "fail", "inconclusive"}
-    # The baseline named by its tag (v1) is the first commit of the range.
-    first = subprocess.run(["git", "-C", str(ROOT / "resources/demo/heater-history"), "rev-parse", "v1"],
-                           capture_output=True, text=True, check=True).stdout[:12]  # fmt: skip
-    assert {g["baseline"] for g in gates} == {f"version={first}"}
+    assert (results / "regression/ops_per_s.png").exists()
+    # The step is found at v5 (against v4), a drop in throughput.
+    steps = [s for s in read_csv_plain(results / "regression/steps.csv") if s["significant"] == "True"]
+    at_v5 = [s for s in steps if s["metric"] == "ops_per_s" and s["version"] == tags["v5"]]
+    assert len(at_v5) == 1 and at_v5[0]["previous"] == tags["v4"], steps
+    assert float(at_v5[0]["relative_change"]) < -0.05
+    # The gate against v1 fails from v5 onwards, and for no release before it.
+    gates = {g["version"]: g for g in read_csv_plain(results / "gates.csv")}
+    assert set(gates) == set(tags.values()) and {g["baseline"] for g in gates.values()} == {f"version={tags['v1']}"}
+    verdicts = {tag: gates[commit]["verdict"] for tag, commit in tags.items()}
+    assert [tag for tag, v in verdicts.items() if v == "fail"] == ["v5", "v6", "v7", "v8"], verdicts
+    # `perfsnake check` exits 1, naming each failed gate.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE")}
+    check = sp.run([sys.executable, "-m", "perfsnake", "check", "--config", f"campaign={camp}"],
+                   cwd=tmp_path, capture_output=True, text=True, env={**env, "PYTHONPATH": str(ROOT)}, check=False)  # fmt: skip
+    assert check.returncode == 1, check.stdout + check.stderr
+    failed = [line for line in check.stdout.splitlines() if line.startswith("regression_heater: FAIL: ")]
+    named = [tag for tag, commit in tags.items() for line in failed if f"ops_per_s (version={commit}):" in line]
+    assert len(failed) == 4 and named == ["v5", "v6", "v7", "v8"], check.stdout
 
 
 # ---- bisection ------------------------------------------------------------------------------
