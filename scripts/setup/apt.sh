@@ -8,6 +8,8 @@ PACKAGES=(
   build-essential cmake dpkg-dev fakeroot git ca-certificates curl
   linux-perf libgmock-dev libgtest-dev libsnappy-dev
   python3-venv time procps
+  # localedef's sources: the decimal-comma locale test of perf stat's parser.
+  locales
   numactl strace ltrace valgrind libjemalloc2 libgoogle-perftools4
   # Workload catalog (issue 24): the system tools and stores benchmarked
   # through their packaged binaries.
