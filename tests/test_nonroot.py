@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from helpers import alive, processes_under, snakemake, statuses, write_campaign
-from users import checkout_for, command, ensure_user, give, is_root, run_as, snakemake_argv, user_python
+from helpers import ROOT, alive, processes_under, snakemake, statuses, write_campaign
+from users import COPY_IGNORE, checkout_for, command, ensure_user, give, is_root, run_as, snakemake_argv, user_python
 
-from perfsnake.results import read_results
+from perfsnake.results import read_metadata, read_results
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not is_root(), reason="creates users: needs root")]
 
@@ -255,3 +257,26 @@ def test_two_users_benchmarks_never_overlap(python, alice, bob, alice_checkout, 
     assert len(intervals) == 12
     overlapping = [(a, b) for a, b in zip(intervals, intervals[1:]) if b[0] < a[1]]
     assert overlapping == [], f"{len(overlapping)} of {len(intervals) - 1} neighbouring run pairs overlap"
+
+
+@pytest.mark.ready
+def test_the_default_campaigns_as_a_normal_user_match_roots(python, alice, alice_checkout, tmp_path):
+    """`make run`'s campaigns (config/config.yaml: heater and LevelDB, its build
+    fetched with apt-get source as the user) give the CSVs root's give: the
+    same columns, records, run counts and statuses, the same metadata keys."""
+    proc = run_as(alice, [str(python), "-m", "snakemake", "--cores", "1", "all"], cwd=alice_checkout, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    root_checkout = shutil.copytree(ROOT, tmp_path / "root", ignore=COPY_IGNORE, symlinks=True)
+    roots_proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "all"], cwd=root_checkout,
+                               capture_output=True, text=True, timeout=1800, check=False)  # fmt: skip
+    assert roots_proc.returncode == 0, roots_proc.stderr[-4000:]
+    for name, keys in (("heater", ["cpu", "run"]), ("leveldb", ["bench_name", "nb_threads", "reads", "run"])):
+        mine = read_results(alice_checkout / f"results/{name}/{name}.csv")
+        roots = read_results(root_checkout / f"results/{name}/{name}.csv")
+        assert list(mine.columns) == list(roots.columns), name
+        assert sorted(mine[keys].astype(str).values.tolist()) == sorted(roots[keys].astype(str).values.tolist())
+        assert set(mine["status"]) == set(roots["status"]) == {"ok"}, name
+        assert mine["ops_per_s"].notna().all() and (mine["ops_per_s"] > 0).all()
+        assert set(read_metadata(alice_checkout / f"results/{name}/{name}.csv")) == set(
+            read_metadata(root_checkout / f"results/{name}/{name}.csv")
+        )

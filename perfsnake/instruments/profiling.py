@@ -159,6 +159,14 @@ def parse_perf_stat(content: str) -> tuple[dict[str, object], dict[str, str], li
     return values, units, unsupported
 
 
+def _require_perf(instrument: Wrapper) -> None:
+    # At perf_event_paranoid 3 (Debian's default) a normal user may not open
+    # any perf event: every run would fail, so refuse before the first.
+    problem = capabilities.sampling_problem()
+    if problem:
+        raise instrument.fail(f"perf cannot count or sample for this user: {problem}")
+
+
 class PerfStat(Wrapper):
     """perf stat -x ';' with the campaign's events (software events by default)."""
 
@@ -169,6 +177,7 @@ class PerfStat(Wrapper):
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         self.require_tool("perf", "linux-perf")
+        _require_perf(self)
         events = self.spec["events"]
         if (
             not isinstance(events, list)
@@ -233,6 +242,7 @@ class PerfRecord(Wrapper):
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         self.require_tool("perf", "linux-perf")
+        _require_perf(self)
         event = self.spec["event"]
         if event is not None:
             if not isinstance(event, str) or not re.fullmatch(r"[A-Za-z0-9_.:/,=-]+", event):

@@ -149,12 +149,12 @@ def whole_machine_problem() -> str | None:
 
 
 def sampling_problem() -> str | None:
-    """Why `perf record` of our own processes cannot work here (None: it can).
-    Debian's level 3 forbids perf to unprivileged users altogether."""
+    """Why perf (stat or record) of our own processes cannot work here (None:
+    it can). Debian's level 3 forbids perf to unprivileged users altogether."""
     level = paranoid()
     if os.geteuid() == 0 or level is None or level <= 2:
         return None
-    return f"sampling needs root or kernel.perf_event_paranoid <= 2 (it is {level})"
+    return f"perf needs root or kernel.perf_event_paranoid <= 2 (it is {level})"
 
 
 def recording_problem(events: tuple[str, ...]) -> str | None:
