@@ -29,7 +29,7 @@ from perfsnake.instruments import Instruments
 from perfsnake.layout import FLOOR_VARIABLE
 from perfsnake.platforms import PLATFORMS as PLATFORM_FACTORIES
 from perfsnake.platforms import Local, Platform, make_platform
-from perfsnake.schema import fill_defaults, load_schema, schema_defaults  # noqa: F401 - re-exported
+from perfsnake.schema import fill_defaults, load_schema, schema_defaults, schema_error  # noqa: F401 - re-exported
 
 #: Columns of the aggregated CSV that variables and metrics may not shadow.
 RESERVED = ("campaign", "benchmark", "run", "status", "exit_code", "wall_s", "start", "end")
@@ -67,151 +67,6 @@ def load_yaml(path: Path, origin: str) -> Any:
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
         raise CampaignError(origin, where, f"invalid YAML: {problem}") from None
     return data
-
-
-def _dotted(path: Any) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def schema_error(data: Any, schema_name: str, origin: str) -> CampaignError | None:
-    """The most relevant schema violation as a CampaignError, or None."""
-    schema = load_schema(schema_name)
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = list(validator.iter_errors(data))
-    if not errors:
-        return None
-    error = jsonschema.exceptions.best_match(errors)
-    if isinstance(data, dict) and list(error.absolute_path)[:1] == ["benchmark"]:
-        # oneOf hides which alternative was meant; judge by the given type.
-        return _benchmark_error(data.get("benchmark"), origin)
-    if isinstance(data, dict) and list(error.absolute_path)[:1] == ["platform"]:
-        return _platform_error(data.get("platform"), origin)
-    error = _intended(error)
-    key = _dotted(error.absolute_path)
-    if error.validator == "additionalProperties":
-        known = sorted(error.schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(known)) if isinstance(error.instance, dict) else []
-        if extra:
-            where = f"{key}.{extra[0]}" if key else extra[0]
-            hint = f"{did_you_mean(extra[0], known)} (known: {', '.join(known)})" if known else ""
-            return CampaignError(origin, where, f"unknown key{hint}")
-    if error.validator == "pattern":
-        return CampaignError(
-            origin, key, f"{_show(error.instance)} does not match the pattern {error.validator_value!r}"
-        )
-    if error.validator == "enum":
-        choices = [str(c) for c in error.validator_value]
-        return CampaignError(
-            origin,
-            key,
-            f"{_show(error.instance)} is not one of {', '.join(choices)}{did_you_mean(str(error.instance), choices)}",
-        )
-    if error.validator == "required":
-        return CampaignError(origin, key, _one_line(error.message))
-    if error.validator == "minItems" and error.validator_value == 1:
-        return CampaignError(origin, key, "empty list of values")
-    if error.validator == "type":
-        return CampaignError(origin, key, f"expected {_types(error.validator_value)}, got {_show(error.instance)}")
-    return CampaignError(origin, key, _one_line(error.message))
-
-
-def _intended(error: jsonschema.exceptions.ValidationError) -> jsonschema.exceptions.ValidationError:
-    """For a value valid under none of several alternatives (oneOf/anyOf), the
-    error of the alternative the user meant: the one whose required keys are
-    all present (e.g. `git` and `rev` for a git source), so the message says
-    why the value is invalid instead of "not valid under any of the given schemas"."""
-    while error.validator in ("oneOf", "anyOf") and error.context:
-        instance = error.instance
-        by_branch: dict[int, list] = {}
-        for sub in error.context:
-            by_branch.setdefault(sub.schema_path[0] if sub.schema_path else 0, []).append(sub)
-        chosen = None
-        for index, branch in enumerate(error.validator_value):
-            required = branch.get("required", []) if isinstance(branch, dict) else []
-            if isinstance(instance, dict) and required and all(k in instance for k in required) and index in by_branch:
-                chosen = by_branch[index]
-                break
-        if chosen is None:
-            return error
-        error = jsonschema.exceptions.best_match(chosen)
-    return error
-
-
-def _types(value: Any) -> str:
-    return " or ".join(value) if isinstance(value, list) else str(value)
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _sub_schema_error(spec: dict, sub: str, prefix: str, origin: str) -> CampaignError | None:
-    """The most relevant violation of one $defs alternative, keyed under `prefix`."""
-    schema = load_schema("campaign.schema.yaml")
-    sub_schema = {**schema["$defs"][sub], "$defs": schema["$defs"]}
-    errors = list(jsonschema.Draft202012Validator(sub_schema).iter_errors(spec))
-    if not errors:
-        return None
-    error = _intended(jsonschema.exceptions.best_match(errors))
-    key = _dotted([prefix, *error.absolute_path])
-    if error.validator == "additionalProperties":
-        known = sorted(error.schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(known))
-        return CampaignError(
-            origin, f"{key}.{extra[0]}", f"unknown key{did_you_mean(extra[0], known)} (known: {', '.join(known)})"
-        )
-    if error.validator == "type":
-        return CampaignError(origin, key, f"expected {_types(error.validator_value)}, got {_show(error.instance)}")
-    if error.validator == "pattern":
-        return CampaignError(
-            origin, key, f"{_show(error.instance)} does not match the pattern {error.validator_value!r}"
-        )
-    return CampaignError(origin, key, _one_line(error.message))
-
-
-#: benchmark types defined inline in a campaign, each with its own schema definition
-INLINE = {"command": "command_benchmark", "imported": "imported_benchmark"}
-
-
-def _benchmark_error(spec: Any, origin: str) -> CampaignError:
-    names = ", ".join(sorted([*BUILTINS, *INLINE]))
-    if isinstance(spec, str):
-        return CampaignError(
-            origin,
-            "benchmark",
-            f"unknown benchmark {spec!r}{did_you_mean(spec, [*BUILTINS, *INLINE])} (choose from {names})",
-        )
-    if isinstance(spec, dict):
-        kind = spec.get("type")
-        if kind not in (*BUILTINS, *INLINE):
-            return CampaignError(origin, "benchmark.type", f"unknown benchmark {kind!r} (choose from {names})")
-        error = _sub_schema_error(spec, INLINE.get(str(kind), "builtin_benchmark"), "benchmark", origin)
-        if error:
-            return error
-    return CampaignError(origin, "benchmark", f"expected a benchmark name or mapping, got {_show(spec)}")
-
-
-PLATFORMS = tuple(PLATFORM_FACTORIES)
-
-
-def _platform_error(spec: Any, origin: str) -> CampaignError:
-    if not isinstance(spec, dict):
-        return CampaignError(origin, "platform", f"expected a mapping with a type, got {_show(spec)}")
-    kind = spec.get("type")
-    if kind not in PLATFORMS:
-        return CampaignError(
-            origin, "platform.type", f"unknown platform {_show(kind)} (choose from {', '.join(PLATFORMS)})"
-        )
-    error = _sub_schema_error(spec, f"{kind}_platform", "platform", origin)
-    return error or CampaignError(origin, "platform", "invalid platform")
 
 
 @dataclass(frozen=True)
@@ -607,7 +462,9 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
         raise CampaignError(origin, "", "the file is empty")
     if not isinstance(raw, dict):
         raise CampaignError(origin, "", f"expected a mapping at the top level, got {type(raw).__name__}")
-    error = _number_error(raw, origin) or schema_error(raw, "campaign.schema.yaml", origin)
+    error = _number_error(raw, origin) or schema_error(
+        raw, "campaign.schema.yaml", origin, benchmarks=list(BUILTINS), platforms=tuple(PLATFORM_FACTORIES)
+    )
     if error:
         raise error
     data = fill_defaults(raw, load_schema("campaign.schema.yaml"))

@@ -9,6 +9,7 @@ import yaml
 from perfsnake.campaign import load_campaign
 from perfsnake.errors import CampaignError
 from perfsnake.machine import capabilities
+from perfsnake.schema import schema_error
 
 CASES = [
     ({"benchmark": {"type": "command", "command": "echo {v}", "source": {"git": "https://x/y.git", "rev": "bad rev!"}}, "variables": {"v": [1]}},
@@ -26,6 +27,11 @@ CASES = [
      "benchmark.command: unknown placeholder {thread} (did you mean 'threads'?)"),
     ({"benchmark": "heater", "wrappers": [{"type": "perf_stat", "events": ["task-clock", "cyles"]}]},
      "wrappers[0].events: perf does not know the event 'cyles' on this machine (did you mean 'cycles'?)"),
+    # the platform is one of several kinds: worded for the kind named, as the benchmark is
+    ({"benchmark": "heater", "platform": {"type": "sssh"}},
+     "platform.type: unknown platform 'sssh' (choose from local, container, ssh)"),
+    ({"benchmark": "heater", "platform": "local"}, "platform: expected a mapping with a type, got 'local'"),
+    ({"benchmark": {"type": "heatr"}}, "benchmark.type: unknown benchmark 'heatr' (choose from"),
 ]  # fmt: skip
 
 
@@ -62,3 +68,14 @@ def test_one_line_that_says_why(tmp_path, data, expected):
     text = str(err.value)
     assert "\n" not in text and expected in text, text
     assert "not valid under any of the given schemas" not in text
+
+
+def test_the_configuration_is_worded_by_the_same_schema_check():
+    # No benchmark or platform kinds there: the generic wording, one line.
+    error = schema_error({"campaigns": ["a"], "strictt": True}, "config.schema.yaml", "config")
+    assert str(error) == (
+        "config: strictt: unknown key (did you mean 'strict'?) (known: campaign, campaigns, figures, flamegraph_dir, host_lock, strict)"
+    )
+    error = schema_error({"campaigns": "a"}, "config.schema.yaml", "config")
+    assert str(error) == "config: campaigns: expected array, got 'a'"
+    assert schema_error({"campaigns": ["a"]}, "config.schema.yaml", "config") is None
