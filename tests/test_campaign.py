@@ -178,3 +178,13 @@ def test_shipped_campaigns_are_valid():
     # each file once, with the campaigns derived from it (controls, profiled runs)
     loaded = load_campaigns(files)
     assert len([c for c in loaded if not c.control_of and not c.why_of and not c.floor_of]) == len(files)
+
+
+def test_the_package_keeps_the_names_its_importers_use():
+    # Importers (planning, figures, cli, the stages, the tests) take these from
+    # perfsnake.campaign itself, whichever of its modules defines them.
+    import perfsnake.campaign
+
+    used = ["Campaign", "Record", "check_plots", "load_campaign", "load_campaigns", "schema_error"]
+    assert set(used) <= set(perfsnake.campaign.__all__)
+    assert all(callable(getattr(perfsnake.campaign, name)) for name in used)

@@ -1,0 +1,121 @@
+"""Loading a campaign file: the YAML, checked against the schema, defaults
+filled in, its benchmark, records, instruments and platform made, every
+cross-field check passed, as one Campaign; and a run's whole list of them."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from perfsnake.benchmarks import BUILTINS, make_benchmark
+from perfsnake.campaign.checks import (
+    _check_names,
+    _check_pretty,
+    _check_sources,
+    _check_statistics,
+    _compare_with,
+    _compared,
+    _derived,
+    _number_error,
+    _references,
+    check_plots,
+)
+from perfsnake.campaign.derived import control_campaigns, floor_campaign, why_campaign
+from perfsnake.campaign.model import Campaign
+from perfsnake.campaign.records import _build_variables, _expand_values, _imported_records, _record, _records
+from perfsnake.campaign.stopping import _stopping
+from perfsnake.campaign.yamlfile import load_yaml
+from perfsnake.errors import CampaignError
+from perfsnake.instruments import Instruments
+from perfsnake.platforms import PLATFORMS, make_platform
+from perfsnake.schema import fill_defaults, load_schema, schema_error
+
+SCHEMA = "campaign.schema.yaml"
+
+
+def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
+    """Load and fully check one campaign file.
+
+    Of several problems the first step to meet one reports it: the steps'
+    order is the order problems are reported in."""
+    path = Path(path)
+    origin = origin or str(path)
+    raw = _raw(path, origin)
+    data = fill_defaults(raw, load_schema(SCHEMA))
+    benchmark = make_benchmark(data["benchmark"], origin)
+    imported = _imported_records(benchmark, raw, data, origin)
+    order, recs = _records(data, _expand_values(data["variables"], benchmark, origin), origin)
+    _check_names(order, list(benchmark.metrics), origin)
+    _check_pretty(data["pretty"], order, recs, origin)
+    benchmark.check(recs, order)
+    _check_sources(benchmark, recs, order, origin)
+    instruments = Instruments.from_campaign(data, origin)
+    instruments.check(recs, order)
+    platform = make_platform(data["platform"], order, origin)
+    platform.check(instruments, origin)
+    derived = _derived(data["derived"], order, [*benchmark.metrics, *instruments.declared_metrics()], origin)
+    metrics = [*benchmark.metrics, *instruments.declared_metrics(), *derived]
+    plots = check_plots(data["plots"], order, metrics, origin, recs)
+    _check_statistics(data, benchmark, order, recs, origin)
+    precision, bisect = _stopping(data, raw, order, recs, metrics, benchmark, origin)
+    references = _references(data, order, recs, metrics, origin)
+    compare = _compared(data["compare"], recs, order, instruments, origin)
+    build_vars = _build_variables(benchmark, order)
+    records = [_record(r, order, build_vars, platform.build_tag()) for r in recs]
+    campaign = Campaign(
+        name=data["name"],
+        file=path,
+        origin=origin,
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        data=data,
+        benchmark=benchmark,
+        variables=order,
+        build_vars=build_vars,
+        records=records,
+        nb_runs=imported or (precision["min_runs"] if precision else data["nb_runs"]),
+        duration_s=data["duration_s"],
+        timeout_s=data["timeout_s"],
+        pretty=data["pretty"],
+        plots=plots,
+        instruments=instruments,
+        compare=compare,
+        compare_with=_compare_with(data.get("compare_with") or [], origin),
+        precision=precision,
+        bisect=bisect,
+        platform=platform,
+        derived=derived,
+        references=references,
+    )
+    campaign.by_path = {r.path: r for r in records}
+    return campaign
+
+
+def _raw(path: Path, origin: str) -> dict:
+    """The file's mapping as written, valid under the schema."""
+    raw = load_yaml(path, origin)
+    if raw is None:
+        raise CampaignError(origin, "", "the file is empty")
+    if not isinstance(raw, dict):
+        raise CampaignError(origin, "", f"expected a mapping at the top level, got {type(raw).__name__}")
+    # The kinds of benchmark and platform are the registries', above the schema's layer.
+    error = _number_error(raw, origin) or schema_error(
+        raw, SCHEMA, origin, benchmarks=list(BUILTINS), platforms=tuple(PLATFORMS)
+    )
+    if error:
+        raise error
+    return raw
+
+
+def load_campaigns(paths: list[str], origin: str = "config") -> list[Campaign]:
+    campaigns = [load_campaign(p) for p in paths]
+    campaigns += [d for c in list(campaigns) for d in control_campaigns(c)]
+    campaigns += [w for c in list(campaigns) if (w := why_campaign(c)) is not None]
+    campaigns += [f for c in list(campaigns) if (f := floor_campaign(c)) is not None]
+    seen: dict[str, str] = {}
+    for c in campaigns:
+        if c.name in seen:
+            raise CampaignError(c.origin, "name", f"campaign name {c.name!r} is also used by {seen[c.name]}")
+        seen[c.name] = c.origin
+    if not campaigns:
+        raise CampaignError(origin, "campaigns", "no campaign to run")
+    return campaigns

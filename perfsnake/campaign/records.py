@@ -1,0 +1,106 @@
+"""A campaign's records: its variables' values expanded (lists, generators,
+commit ranges), their cartesian product plus the explicit records, minus the
+excludes; or, for an imported campaign, the records its files hold."""
+
+from __future__ import annotations
+
+import itertools
+
+from perfsnake import versions
+from perfsnake.benchmarks.base import Benchmark
+from perfsnake.benchmarks.imported import ImportedBenchmark
+from perfsnake.campaign.model import Record
+from perfsnake.errors import CampaignError
+from perfsnake.escape import key_component, record_path, value_text
+
+
+def _expand_values(raw: dict, benchmark: Benchmark, origin: str) -> dict[str, list]:
+    values: dict[str, list] = {}
+    for var, spec in raw.items():
+        if isinstance(spec, dict):  # a commit range: the commits, oldest first
+            spec = versions.commit_range(spec, origin, f"variables.{var}")
+        if isinstance(spec, str):
+            generated = benchmark.generate_values(var, spec)
+            if generated is None:
+                raise CampaignError(
+                    origin,
+                    f"variables.{var}",
+                    f"{spec!r} is neither a list of values nor a generator the {benchmark.name} benchmark knows",
+                )
+            spec = generated
+        seen: set[str] = set()
+        for value in spec:
+            text = value_text(value)
+            if text in seen:
+                raise CampaignError(origin, f"variables.{var}", f"duplicate value {text!r}")
+            seen.add(text)
+        values[var] = list(spec)
+    return values
+
+
+def _records(data: dict, values: dict[str, list], origin: str) -> tuple[list[str], list[dict]]:
+    order = list(values)
+    records: list[dict] = []
+    if values:
+        records = [dict(zip(order, combo)) for combo in itertools.product(*values.values())]
+    for i, explicit in enumerate(data["records"]):
+        if not order:
+            order = list(explicit)
+        if set(explicit) != set(order):
+            missing = sorted(set(order) - set(explicit))
+            extra = sorted(set(explicit) - set(order))
+            what = f"missing {', '.join(missing)}" if missing else f"unknown variable {extra[0]}"
+            raise CampaignError(origin, f"records[{i}]", f"{what} (every record sets: {', '.join(order)})")
+        records.append({var: explicit[var] for var in order})
+    seen: set[tuple] = set()
+    for i, rec in enumerate(records):
+        sig = tuple(value_text(rec[v]) for v in order)
+        if sig in seen:
+            where = (
+                f"records[{i - (len(records) - len(data['records']))}]"
+                if i >= len(records) - len(data["records"])
+                else "variables"
+            )
+            raise CampaignError(origin, where, "duplicate record")
+        seen.add(sig)
+    for i, pattern in enumerate(data["exclude"]):
+        unknown = sorted(set(pattern) - set(order))
+        if unknown:
+            raise CampaignError(
+                origin, f"exclude[{i}].{unknown[0]}", f"not a variable (variables: {', '.join(order) or 'none'})"
+            )
+        want = {k: value_text(v) for k, v in pattern.items()}
+        records = [r for r in records if any(value_text(r[k]) != v for k, v in want.items())]
+    if not records and (values or data["records"]):
+        raise CampaignError(origin, "exclude", "removes every record")
+    if not records:
+        records = [{}]
+    return order, records
+
+
+def _imported_records(benchmark: Benchmark, raw: dict, data: dict, origin: str) -> int:
+    """An imported campaign's records come from its files: they go into
+    data["records"]; returns the most runs a record has (0 when not imported)."""
+    if not isinstance(benchmark, ImportedBenchmark):
+        return 0
+    for name in ("variables", "records", "exclude", "nb_runs", "precision", "bisect", "control", "platform",
+                 "duration_s", "timeout_s", "flamegraph", "compare", "wrappers", "shared_libs", "pre_run_hooks",
+                 "post_run_hooks", "instruments"):  # fmt: skip
+        if name in raw:
+            raise CampaignError(origin, name, "not for an imported campaign (its records and runs come from its files)")
+    records = benchmark.given_records()
+    data["records"] = [record for record, _runs in records]
+    return max(runs for _record, runs in records)
+
+
+def _build_variables(benchmark: Benchmark, order: list[str]) -> list[str]:
+    build_vars = benchmark.build_variables(order)
+    # A variable the source names is a build variable: each value its own source and build.
+    build_vars += [v for v in benchmark.source_variables() if v not in build_vars]
+    return build_vars
+
+
+def _record(values: dict[str, object], order: list[str], build_vars: list[str], build_tag: str) -> Record:
+    """The record of `values`: its run directory, and its build's (builds on
+    another machine, `build_tag`, get a directory of their own)."""
+    return Record(values, record_path(values, order), key_component(values, build_vars, build_tag))
