@@ -1,6 +1,17 @@
-"""The benchmark catalog: built-in benchmarks and the generic command one."""
+"""The benchmark catalog: every benchmark kind, registered once.
+
+Every catalog has the same face (benchmarks, instruments, platforms,
+importers): `CATALOG`, name -> what makes one; `names()`; and
+`create(spec, origin, key)`, one made from a campaign's already
+schema-checked entry, a CampaignError naming `origin` and `key` otherwise.
+A new benchmark is a module here and one line in `BUILTINS` (or, when a
+campaign defines it inline, in `CATALOG`); tests/test_registries.py checks the
+schema's and the docs' name lists against them.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.benchmarks.command import CommandBenchmark
@@ -21,6 +32,7 @@ from perfsnake.benchmarks.stress_ng import StressNgBenchmark
 from perfsnake.benchmarks.sysbench import SysbenchBenchmark
 from perfsnake.errors import CampaignError
 
+#: The built-in benchmarks: a campaign may name one alone (`benchmark: heater`).
 BUILTINS: dict[str, type[Benchmark]] = {
     "cyclictest": CyclictestBenchmark,
     "fio": FioBenchmark,
@@ -37,17 +49,27 @@ BUILTINS: dict[str, type[Benchmark]] = {
     "sysbench": SysbenchBenchmark,
 }
 
+#: The benchmark catalog: every `benchmark.type`, the built-ins and those a
+#: campaign defines inline.
+CATALOG: dict[str, type[Benchmark]] = {**BUILTINS, "command": CommandBenchmark, "imported": ImportedBenchmark}
 
-def make_benchmark(spec: str | dict, source: str) -> Benchmark:
-    """Instantiate the benchmark a campaign names (already schema-checked)."""
+
+def names() -> list[str]:
+    """Every benchmark type, in the catalog's order."""
+    return list(CATALOG)
+
+
+def create(spec: str | Mapping[str, object], origin: str, key: str = "benchmark") -> Benchmark:
+    """The benchmark a campaign names (already schema-checked): a built-in's name, or a mapping with a type."""
     if isinstance(spec, str):
-        return BUILTINS[spec]({"type": spec}, source)
-    if spec["type"] == "command":
-        return CommandBenchmark(spec, source)
-    if spec["type"] == "imported":
-        return ImportedBenchmark(spec, source)
-    kind = BUILTINS[spec["type"]]
+        return BUILTINS[spec]({"type": spec}, origin)
+    kind = CATALOG[str(spec["type"])]
     if "server" in spec and not issubclass(kind, ServerTool):
         servers = ", ".join(n for n, k in BUILTINS.items() if issubclass(k, ServerTool))
-        raise CampaignError(source, "benchmark.server", f"{spec['type']} starts no server (the servers: {servers})")
-    return kind(spec, source)
+        raise CampaignError(origin, f"{key}.server", f"{spec['type']} starts no server (the servers: {servers})")
+    return kind(spec, origin)
+
+
+def make_benchmark(spec: str | Mapping[str, object], source: str) -> Benchmark:
+    """`create` under the name perfsnake.campaign imports."""
+    return create(spec, source)

@@ -3,13 +3,15 @@
 One module per tool, each a `parse(path) -> Imported` that reads the tool's own
 JSON (never its text report) and refuses what it does not recognise with one
 line naming the file, the key and the problem. A new tool is a module and a
-line in `TOOLS`.
+line in `CATALOG`, the face every catalog has (perfsnake.benchmarks,
+perfsnake.instruments, perfsnake.platforms): `CATALOG`, `names()` and
+`create(spec, origin, key)`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,32 +111,48 @@ def merge(parts: Iterable[Imported], origin: str) -> Imported:
     return Imported(first.tool, first.variables, metrics, units, rows, first.primary, context)
 
 
-def _parsers() -> dict[str, Callable[[Path], Imported]]:
-    from perfsnake.importers import criterion, google_benchmark, hyperfine, pyperf
+@dataclass(frozen=True)
+class Importer:
+    """One tool perfsnake reads: its module's parser and what `perfsnake import --help` says it reads."""
 
-    return {
-        "hyperfine": hyperfine.parse,
-        "google-benchmark": google_benchmark.parse,
-        "criterion": criterion.parse,
-        "pyperf": pyperf.parse,
-    }
+    parse: Callable[[Path], Imported]
+    reads: str
 
 
-#: tool name -> what its `--help` line says it reads
-TOOLS: dict[str, str] = {
-    "hyperfine": "hyperfine --export-json FILE (per-run times)",
-    "google-benchmark": "a Google Benchmark binary's --benchmark_format=json (or --benchmark_out) output",
-    "criterion": "Criterion's target/criterion directory, or its */new/sample.json files",
-    "pyperf": "pyperf's JSON (-o FILE), .json or .json.gz",
-}
+def names() -> list[str]:
+    """Every tool, in the catalog's order."""
+    return list(CATALOG)
+
+
+def create(spec: Mapping[str, object], origin: str, key: str = "benchmark") -> Imported:
+    """An imported benchmark's `tool` and `files`: every file parsed and merged, or a one-line error at `key`."""
+    tool = str(spec.get("tool"))
+    files = [Path(str(f)) for f in spec.get("files") or []]  # type: ignore[attr-defined]
+    if tool not in CATALOG:
+        raise ImportFormatError(origin, f"{key}.tool", f"unknown tool {tool!r} (choose from {', '.join(CATALOG)})")
+    if not files:
+        raise ImportFormatError(origin, f"{key}.files", "no file given")
+    parts = [CATALOG[tool].parse(path) for path in files]
+    return merge(parts, origin)
 
 
 def read(tool: str, files: list[Path], origin: str) -> Imported:
     """Every file of one tool, parsed and merged (one-line errors)."""
-    parsers = _parsers()
-    if tool not in parsers:
-        raise ImportFormatError(origin, "benchmark.tool", f"unknown tool {tool!r} (choose from {', '.join(TOOLS)})")
-    if not files:
-        raise ImportFormatError(origin, "benchmark.files", "no file given")
-    parts = [parsers[tool](path) for path in files]
-    return merge(parts, origin)
+    return create({"tool": tool, "files": files}, origin)
+
+
+# ---- the catalog, last: the tool modules import the definitions above from this package
+from perfsnake.importers import criterion, google_benchmark, hyperfine, pyperf  # noqa: E402
+
+#: The importer catalog: tool name -> its reader (the schema's tool list, the
+#: docs and `perfsnake import`'s choices are checked against it by tests/test_registries.py).
+CATALOG: dict[str, Importer] = {
+    "hyperfine": Importer(hyperfine.parse, "hyperfine --export-json FILE (per-run times)"),
+    "google-benchmark": Importer(
+        google_benchmark.parse, "a Google Benchmark binary's --benchmark_format=json (or --benchmark_out) output"
+    ),
+    "criterion": Importer(criterion.parse, "Criterion's target/criterion directory, or its */new/sample.json files"),
+    "pyperf": Importer(pyperf.parse, "pyperf's JSON (-o FILE), .json or .json.gz"),
+}
+#: tool name -> what its `--help` line says it reads (perfsnake.cli's name for it)
+TOOLS: dict[str, str] = {name: importer.reads for name, importer in CATALOG.items()}

@@ -2,7 +2,8 @@
 
 A campaign lists them under `wrappers`, `shared_libs`, `pre_run_hooks` and
 `post_run_hooks`; each entry is a type name or a mapping with a `type` and
-that instrument's options.
+that instrument's options. The catalog of kinds (`CATALOG`, `names()`,
+`create`) is perfsnake.instruments.registry's, re-exported here.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from perfsnake.errors import CampaignError, did_you_mean
 from perfsnake.instruments.base import Context, Instrument
 from perfsnake.instruments.hooks import Hook
 from perfsnake.instruments.libs import SharedLib
-from perfsnake.instruments.registry import SECTIONS
+from perfsnake.instruments.registry import CATALOG, SECTIONS, create, names
 from perfsnake.instruments.wrappers import Wrapper
+
+__all__ = ["CATALOG", "SECTIONS", "Instruments", "create", "names"]
 
 
 def _make(section: str, index: int, entry: object, origin: str) -> Instrument:
@@ -38,7 +41,7 @@ def _make(section: str, index: int, entry: object, origin: str) -> Instrument:
             f"{key}.type" if isinstance(entry, dict) else key,
             f"unknown {section[:-1].replace('_', ' ')} {kind!r} (choose from {', '.join(sorted(catalog))})",
         )
-    instrument = catalog[kind](spec, origin, key)
+    instrument = create(spec, origin, key)
     if section.endswith("hooks") and section.split("_")[0] not in instrument.phases:  # type: ignore[attr-defined]
         raise CampaignError(origin, key, f"{kind} is a {'/'.join(instrument.phases)}-run hook only")  # type: ignore[attr-defined]
     return instrument

@@ -1,11 +1,16 @@
 """The instrument catalog: every instrument kind, registered once.
 
-A new instrument is a class in one of the kind modules (wrappers, libs,
-profiling, locks, hooks) plus one entry here; the campaign schema's name
-lists are checked against these tables by tests/test_registries.py.
+The same face as the other catalogs (perfsnake.benchmarks, perfsnake.platforms,
+perfsnake.importers): `CATALOG`, `names()` and `create(spec, origin, key)`,
+re-exported by perfsnake.instruments. A new instrument is a class in one of
+the kind modules (wrappers, libs, profiling, locks, hooks) plus one entry in
+its section's table here; the campaign schema's name lists and the docs are
+checked against these tables by tests/test_registries.py.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from perfsnake.instruments.attach import Attach
 from perfsnake.instruments.base import Instrument
@@ -33,3 +38,19 @@ SECTIONS: dict[str, dict[str, type[Instrument]]] = {
     "pre_run_hooks": HOOKS,  # type: ignore[dict-item]
     "post_run_hooks": HOOKS,  # type: ignore[dict-item]
 }
+
+#: The instrument catalog: every kind, whatever its section (the names are
+#: unique across sections, so a kind names one class).
+CATALOG: dict[str, type[Instrument]] = {**WRAPPERS, **LIBS, **HOOKS}
+
+
+def names() -> list[str]:
+    """Every instrument kind, in the catalog's order (wrappers, libraries, hooks)."""
+    return list(CATALOG)
+
+
+def create(spec: str | Mapping[str, object], origin: str, key: str) -> Instrument:
+    """The instrument a campaign entry names (a kind's name, or a mapping with its type), at `key`
+    (e.g. `wrappers[0]`); which section may hold it is perfsnake.instruments' check."""
+    mapping = {"type": spec} if isinstance(spec, str) else spec
+    return CATALOG[str(mapping["type"])](mapping, origin, key)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Self
 
 from perfsnake import safefile
 from perfsnake.escape import value_text
@@ -27,6 +27,11 @@ class PlatformProtocol(Protocol):
     `from_spec` classmethod, and takes its line in perfsnake.platforms.CATALOG)."""
 
     kind: str
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, object], origin: str, key: str, variables: Sequence[str]) -> Self:
+        """One from the campaign's `platform:` (already schema-checked), or a CampaignError at `key`."""
+        ...
 
     def build_tag(self) -> str:
         """Suffix of build directories made there ("" for builds made here)."""

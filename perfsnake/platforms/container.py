@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +50,35 @@ class Container:
     # A static launcher runs in any image, whatever its C library.
     launcher: str = "resources/bin/psrun-static"
     _described: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, object], origin: str, key: str, variables: Sequence[str]) -> Container:
+        """`type: container`: its options checked against what the platform sets itself, its cpuset's
+        variables against the campaign's."""
+        options = tuple(str(o) for o in spec.get("options") or ())  # type: ignore[attr-defined]
+        for option in options:
+            name = option[2:].split("=", 1)[0]
+            if name in RESERVED:
+                raise CampaignError(
+                    origin,
+                    f"{key}.options",
+                    f"{option!r} is set by perfsnake itself (reserved: --{', --'.join(sorted(RESERVED))})",
+                )
+        cpuset = spec.get("cpuset")
+        if cpuset is not None:
+            try:
+                names = placeholders(str(cpuset))
+            except ValueError as exc:
+                raise CampaignError(origin, f"{key}.cpuset", str(exc)) from None
+            unknown = sorted(names - set(variables))
+            if unknown:
+                raise CampaignError(
+                    origin,
+                    f"{key}.cpuset",
+                    f"{{{unknown[0]}}} is not a variable (variables: {', '.join(variables) or 'none'})",
+                )
+        return cls(image=str(spec["image"]), engine=str(spec.get("engine", "podman")), network=str(spec.get("network", "none")),
+                   cpuset=None if cpuset is None else str(cpuset), options=options)  # fmt: skip
 
     def build_tag(self) -> str:
         return ""  # builds happen on the host and are mounted
@@ -111,30 +140,3 @@ class Container:
             )
             self._described["engine_version"] = command_output([self.engine, "--version"])
         return self._described
-
-
-def make_container(spec: Mapping[str, object], variables: list[str], origin: str) -> Container:
-    options = tuple(str(o) for o in spec.get("options") or ())  # type: ignore[attr-defined]
-    for option in options:
-        name = option[2:].split("=", 1)[0]
-        if name in RESERVED:
-            raise CampaignError(
-                origin,
-                "platform.options",
-                f"{option!r} is set by perfsnake itself (reserved: --{', --'.join(sorted(RESERVED))})",
-            )
-    cpuset = spec.get("cpuset")
-    if cpuset is not None:
-        try:
-            names = placeholders(str(cpuset))
-        except ValueError as exc:
-            raise CampaignError(origin, "platform.cpuset", str(exc)) from None
-        unknown = sorted(names - set(variables))
-        if unknown:
-            raise CampaignError(
-                origin,
-                "platform.cpuset",
-                f"{{{unknown[0]}}} is not a variable (variables: {', '.join(variables) or 'none'})",
-            )
-    return Container(image=str(spec["image"]), engine=str(spec.get("engine", "podman")), network=str(spec.get("network", "none")),
-                     cpuset=None if cpuset is None else str(cpuset), options=options)  # fmt: skip

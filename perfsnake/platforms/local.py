@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +17,11 @@ class Local:
 
     kind: str = "local"
     launcher: str = "resources/bin/psrun"
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, object], origin: str, key: str, variables: Sequence[str]) -> Local:
+        """`type: local` takes no options."""
+        return cls()
 
     def build_tag(self) -> str:
         return ""
@@ -45,8 +50,3 @@ class Local:
     def local_inputs(self) -> list[str]:
         """What a run needs built here: the launcher."""
         return [self.launcher]
-
-
-def make_local(spec: Mapping[str, object], variables: list[str], origin: str) -> Local:
-    """`type: local` takes no options."""
-    return Local()

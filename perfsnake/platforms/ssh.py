@@ -9,7 +9,7 @@ import re
 import shlex
 import subprocess
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -77,6 +77,23 @@ class Ssh:
     kind: str = "ssh"
     launcher: str = "resources/bin/psrun"
     _facts: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, object], origin: str, key: str, variables: Sequence[str]) -> Ssh:
+        """`type: ssh`: a remote directory that stays under its root, ssh options of one word each."""
+        remote_dir = str(spec.get("remote_dir", "/tmp/perfsnake-remote"))
+        if ".." in remote_dir.split("/") or remote_dir.rstrip("/") == "":
+            raise CampaignError(
+                origin, f"{key}.remote_dir", f"{remote_dir!r} must be an absolute directory other than / without '..'"
+            )
+        options = tuple((str(k), value_text(v)) for k, v in (spec.get("options") or {}).items())  # type: ignore[attr-defined]
+        for name, value in options:
+            if any(c.isspace() for c in value) or not value:
+                raise CampaignError(origin, f"{key}.options.{name}", f"{value!r} must be one word")
+        user, identity, lock = spec.get("user"), spec.get("identity"), spec.get("lock")
+        return cls(host=str(spec["host"]), user=None if user is None else str(user), port=int(str(spec.get("port", 22))),
+                   identity=None if identity is None else str(identity), remote_dir=remote_dir, options=options,
+                   lock=None if lock is None else str(lock))  # fmt: skip
 
     @property
     def target(self) -> str:
@@ -234,19 +251,3 @@ class Ssh:
 
     def local_inputs(self) -> list[str]:
         return []  # the launcher is compiled there (prepare)
-
-
-def make_ssh(spec: Mapping[str, object], variables: list[str], origin: str) -> Ssh:
-    remote_dir = str(spec.get("remote_dir", "/tmp/perfsnake-remote"))
-    if ".." in remote_dir.split("/") or remote_dir.rstrip("/") == "":
-        raise CampaignError(
-            origin, "platform.remote_dir", f"{remote_dir!r} must be an absolute directory other than / without '..'"
-        )
-    options = tuple((str(k), value_text(v)) for k, v in (spec.get("options") or {}).items())  # type: ignore[attr-defined]
-    for key, value in options:
-        if any(c.isspace() for c in value) or not value:
-            raise CampaignError(origin, f"platform.options.{key}", f"{value!r} must be one word")
-    user, identity, lock = spec.get("user"), spec.get("identity"), spec.get("lock")
-    return Ssh(host=str(spec["host"]), user=None if user is None else str(user), port=int(str(spec.get("port", 22))),
-               identity=None if identity is None else str(identity), remote_dir=remote_dir, options=options,
-               lock=None if lock is None else str(lock))  # fmt: skip
