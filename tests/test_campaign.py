@@ -188,3 +188,21 @@ def test_the_package_keeps_the_names_its_importers_use():
     used = ["Campaign", "Record", "check_plots", "load_campaign", "load_campaigns", "schema_error"]
     assert set(used) <= set(perfsnake.campaign.__all__)
     assert all(callable(getattr(perfsnake.campaign, name)) for name in used)
+
+
+def test_every_check_sees_the_same_metrics_benchmark_instruments_derived(tmp_path):
+    # One list, in the CSV's column order; a hook's metric and a derived one
+    # are metrics to the plots, the precision loop and the reference gates alike.
+    hook = {"type": "command", "name": "probe", "command": "echo seen=1", "metrics": {"seen": r"seen=(\S+)"}}
+    text = cmd_campaign(
+        pre_run_hooks=[hook],
+        derived={"v2": "v * 2"},
+        plots=[{"kind": "line", "x": "x", "y": ["v2", "hook.probe.seen"]}],
+        precision={"metric": "hook.probe.seen", "target_rel_ci": 0.05},
+        references=[{"metric": "v2", "upper": 10}],
+    )
+    c = load_campaign(write(tmp_path, text))
+    assert c.metric_names() == ["v", "hook.probe.seen", "v2"]
+    assert c.precision["metric"] == "hook.probe.seen" and c.references[0]["metric"] == "v2"
+    decided = cmd_campaign(derived={"v2": "v * 2"}, statistics={"decide": {"metric": "v2", "min_effect": "5%"}})
+    assert load_campaign(write(tmp_path, decided)).precision["metric"] == "v2"

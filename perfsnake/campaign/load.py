@@ -21,7 +21,7 @@ from perfsnake.campaign.checks import (
     check_plots,
 )
 from perfsnake.campaign.derived import control_campaigns, floor_campaign, why_campaign
-from perfsnake.campaign.model import Campaign
+from perfsnake.campaign.model import Campaign, metrics_of
 from perfsnake.campaign.records import _build_variables, _expand_values, _imported_records, _record, _records
 from perfsnake.campaign.stopping import _stopping
 from perfsnake.campaign.yamlfile import load_yaml
@@ -53,8 +53,8 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     instruments.check(recs, order)
     platform = make_platform(data["platform"], order, origin)
     platform.check(instruments, origin)
-    derived = _derived(data["derived"], order, [*benchmark.metrics, *instruments.declared_metrics()], origin)
-    metrics = [*benchmark.metrics, *instruments.declared_metrics(), *derived]
+    derived = _derived(data["derived"], order, metrics_of(benchmark, instruments), origin)
+    metrics = metrics_of(benchmark, instruments, derived)
     plots = check_plots(data["plots"], order, metrics, origin, recs)
     _check_statistics(data, benchmark, order, recs, origin)
     precision, bisect = _stopping(data, raw, order, recs, metrics, benchmark, origin)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,6 +11,13 @@ from perfsnake.benchmarks.base import Benchmark
 from perfsnake.benchmarks.imported import ImportedBenchmark
 from perfsnake.instruments import Instruments
 from perfsnake.platforms import Local, Platform
+
+
+def metrics_of(benchmark: Benchmark, instruments: Instruments, derived: Iterable[str] = ()) -> list[str]:
+    """A campaign's metrics in the CSV's column order: the benchmark's, the
+    instruments', then the derived ones (wall_s, which every run has, is none
+    of them). The loader needs them before the Campaign exists."""
+    return [*benchmark.metrics, *instruments.declared_metrics(), *derived]
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,7 @@ class Campaign:
         return {r.build_key: self.build_params(r) for r in self.records}
 
     def metric_names(self) -> list[str]:
-        return [*self.benchmark.metrics, *self.instruments.declared_metrics(), *self.derived]
+        return metrics_of(self.benchmark, self.instruments, self.derived)
 
     @property
     def max_runs(self) -> int:
