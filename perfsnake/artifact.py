@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from pathlib import Path, PurePosixPath
 
-from perfsnake import ROOT
+from perfsnake import ROOT, layout
 from perfsnake.machine.metadata import host_metadata
 
 #: Fixed entry date: the zip listing of the same content is the same.
@@ -158,7 +158,7 @@ def workflow_tree(tmp: Path) -> tuple[Path, WorkflowVersion]:
     return out, version
 
 
-SKIP_TOP = {".git", ".venv", ".snakemake", "results", "resources", "report.html", ".pytest_cache", ".ruff_cache"}
+SKIP_TOP = {".git", ".venv", ".snakemake", *layout.generated_dirs(), "report.html", ".pytest_cache", ".ruff_cache"}
 
 
 def _tar_workflow_files(out: Path) -> None:
@@ -456,17 +456,17 @@ def reproduce_md(
     lines += [
         "## Compare with the packed results",
         "",
-        "The re-run writes `results/<campaign>/` inside `perfsnake/`. Per record and",
+        f"The re-run writes `{layout.campaign_dir('<campaign>')}/` inside `perfsnake/`. Per record and",
         "metric, compare the new means with the packed ones and their 95 % intervals:",
         "",
         "```sh",
-        f".venv/bin/python -m perfsnake compare ../results/{name}/summary.csv results/{name}/summary.csv",
+        f".venv/bin/python -m perfsnake compare ../{layout.summary(name)} {layout.summary(name)}",
         "```",
         "",
         "It prints one CSV line per record and metric: packed and new n and mean, the",
         "relative difference, and whether the new mean lies inside the packed interval.",
         "`comparisons.csv` and `significant.md` hold the Welch tests between records;",
-        f"`diff ../results/{name}/significant.md results/{name}/significant.md` shows",
+        f"`diff ../{layout.significant(name)} {layout.significant(name)}` shows",
         "whether the same differences are significant. The machine matters: compare",
         "`metadata/run-metadata.txt` with the new CSV's `#` lines (CPU, kernel,",
         "governor, SMT, ...).",
@@ -493,7 +493,7 @@ def build(config: dict, overrides: list[str], output: str | None, allow_failed: 
     main = mains[0]
     campaigns = [main, *[plan.campaigns[n] for n in plan.controls(main.name)]]
     for c in campaigns:
-        csv = Path("results") / c.name / f"{c.name}.csv"
+        csv = Path(layout.csv(c.name))
         if not csv.exists():
             raise ArtifactError(
                 f"campaign {c.name} is not finished: {csv} is missing (run it first: make run CAMPAIGN={main.file})"
@@ -504,7 +504,7 @@ def build(config: dict, overrides: list[str], output: str | None, allow_failed: 
             f"campaign {main.name} has {len(failed)} failed or timed-out run(s) (listed by python -m perfsnake failed); "
             f"re-run them with python -m perfsnake rerun-failed --config campaign={main.file}, or pack anyway with --allow-failed"
         )
-    out = Path(output) if output else Path("results") / main.name / "artifact" / f"{main.name}-artifact.zip"
+    out = Path(output) if output else Path(layout.artifact_zip(main.name))
     if out.suffix != ".zip":
         raise ArtifactError(f"the output must be a .zip file: {out}")
     config_file = config_path()
@@ -524,12 +524,12 @@ def build(config: dict, overrides: list[str], output: str | None, allow_failed: 
     skipped: list[str] = []
     results = []
     for c in campaigns:
-        rdir = Path("results") / c.name
-        files, skip = results_files(rdir, f"results/{c.name}", [out, rdir / "artifact"])
+        rdir = Path(layout.campaign_dir(c.name))
+        files, skip = results_files(rdir, layout.campaign_dir(c.name), [out, rdir / "artifact"])
         entries.update(files)
         skipped += skip
-        results.append(f"results/{c.name}")
-    csv = Path("results") / main.name / f"{main.name}.csv"
+        results.append(layout.campaign_dir(c.name))
+    csv = Path(layout.csv(main.name))
     meta_lines = csv_metadata(csv)
     from perfsnake.results import read_metadata
 

@@ -293,8 +293,28 @@ def tool(name: str) -> str:
     return f"{RESOURCES}/bin/{name}"
 
 
+def static_tool(name: str) -> str:
+    """One of our helper programs linked statically: the launcher inside a container, whatever its C library."""
+    return f"{RESOURCES}/bin/{name}-static"
+
+
 def tool_log(name: str) -> str:
     return f"{RESOURCES}/logs/tool/{name}.log"
+
+
+def resources_dir(workdir: Path) -> Path:
+    """A working directory's resources/ (sources, builds, our tools), absolute: what a container mounts."""
+    return workdir / RESOURCES
+
+
+def third_party_tools() -> str:
+    """Where `make setup` installs other projects' tools (inferno, by `cargo install --root`), in the checkout."""
+    return f"{RESOURCES}/tools"
+
+
+def generated_dirs() -> tuple[str, str]:
+    """What a working directory's campaigns write (results/, resources/): never the workflow's own files."""
+    return RESULTS, RESOURCES
 
 
 def build_root_of(build: Path) -> Path:

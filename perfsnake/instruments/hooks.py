@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from perfsnake import safefile
+from perfsnake import layout, safefile
 from perfsnake.errors import did_you_mean
 from perfsnake.escape import value_text
 from perfsnake.hostlock import launcher_args
@@ -177,7 +177,7 @@ class Daemon(Hook):
         safefile.fresh_dir(out_dir)
         command = _render(str(self.spec["command"]), ctx)
         safefile.write_text(out_dir / "command.sh", f"#!/bin/sh\ncd {ctx.run_dir!s} || exit 125\n{command}\n")
-        launcher = ctx.workdir / "resources" / "bin" / "psrun"
+        launcher = layout.here(layout.tool("psrun"), ctx.workdir)
         # The launcher contains the daemon (its own cgroup, or as a subreaper)
         # and holds the host's benchmark lock while anything of it is alive.
         lock_args, lock_fds = launcher_args()
@@ -286,7 +286,7 @@ class Placement(Daemon):
 
     def apply(self, ctx: Context, phase: str) -> dict[str, object]:
         policy = self.spec["policy"] or value_text(ctx.params[str(self.spec["variable"])])
-        binary = ctx.workdir / "resources" / "bin" / self.tool
+        binary = layout.here(layout.tool(self.tool), ctx.workdir)
         self.spec["command"] = (
             f"exec {binary} --policy {policy} --dir {{run_dir}} --interval-ms {self.spec['interval_ms']}"
         )

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perfsnake import layout
 from perfsnake.errors import CampaignError
 from perfsnake.platforms.base import PLATFORM_FILE, command_output, remote_launch, render_plain, write_command
 from perfsnake.platforms.local import Local
@@ -48,7 +49,7 @@ class Container:
     options: tuple[str, ...] = ()
     kind: str = "container"
     # A static launcher runs in any image, whatever its C library.
-    launcher: str = "resources/bin/psrun-static"
+    launcher: str = layout.static_tool("psrun")
     _described: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod
@@ -97,7 +98,7 @@ class Container:
     def run_argv(
         self, workdir: Path, run_dir: Path, timeout_s: float | None, params: Mapping[str, object]
     ) -> list[str]:
-        resources = workdir / "resources"
+        resources = layout.resources_dir(workdir)
         argv = [self.engine, "run", "--rm", "-i", "--name", self.container_name(run_dir), f"--network={self.network}",
                 "-v", f"{resources}:{resources}:rw", "-v", f"{run_dir}:{run_dir}:rw", "-w", str(run_dir)]  # fmt: skip
         if self.cpuset:

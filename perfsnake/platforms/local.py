@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfsnake import layout
 from perfsnake.hostlock import launcher_args
 from perfsnake.platforms.base import write_command
 
@@ -16,7 +17,7 @@ class Local:
     """This machine: the launcher runs as a child of the workflow."""
 
     kind: str = "local"
-    launcher: str = "resources/bin/psrun"
+    launcher: str = layout.tool("psrun")
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, object], origin: str, key: str, variables: Sequence[str]) -> Local:

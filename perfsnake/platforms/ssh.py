@@ -75,7 +75,7 @@ class Ssh:
     options: tuple[tuple[str, str], ...] = ()
     lock: str | None = None
     kind: str = "ssh"
-    launcher: str = "resources/bin/psrun"
+    launcher: str = layout.tool("psrun")
     _facts: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @classmethod

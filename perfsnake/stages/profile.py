@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from perfsnake.planning import CampaignIndex
 
 INFERNO_VERSION = "0.12.8"
-INFERNO_BIN = ROOT / "resources" / "tools" / "bin"
+INFERNO_BIN = ROOT / layout.third_party_tools() / "bin"
 #: Campaign `flamegraph:` keys -> the option both tools understand.
 OPTIONS = {
     "colors": "--colors",
@@ -71,7 +71,7 @@ def require_tools(origin: str, flamegraph_dir: str | None = None) -> Tools:
         problem = (
             f"FlameGraph scripts not found in {where}"
             if where
-            else f"inferno is not installed (run `make setup`, or cargo install inferno --locked --version {INFERNO_VERSION} --root resources/tools)"
+            else f"inferno is not installed (run `make setup`, or cargo install inferno --locked --version {INFERNO_VERSION} --root {layout.third_party_tools()})"
         )
         raise CampaignError(origin, "wrappers", f"perf_record needs flame-graph tools: {problem}")
     return tools
