@@ -128,3 +128,30 @@ def test_check_before_the_campaign_ran_says_so(tmp_path):
     camp = write_campaign(tmp_path, campaign(references=[{"metric": "cost", "lower": 1}]))
     out = check(tmp_path, camp)
     assert out.returncode == 2 and "run the campaign first" in out.stderr
+
+
+@pytest.mark.e2e
+def test_check_inconclusive_fail_counts_an_inconclusive_gate_as_a_failure(tmp_path):
+    """`perfsnake check --inconclusive fail` exits 1 on an inconclusive gate;
+    without it (or with `pass`) the gate is listed and check exits 0."""
+    # Deterministic values, each run its number (1, 2, 3): mean 2, its interval
+    # about [0, 4.5], so `lower: 1.5` is straddled and `upper: 100` is met.
+    data = {
+        "name": "g",
+        "benchmark": {"type": "command", "command": 'echo x={work} cost=$(basename "$PWD" | tr -dc 0-9)',
+                      "metrics": {"cost": r"cost=(\d+)"}},
+        "variables": {"work": [1]},
+        "nb_runs": 3,
+        "references": [{"metric": "cost", "lower": 1.5}, {"metric": "cost", "upper": 100}],
+    }  # fmt: skip
+    camp = write_campaign(tmp_path, data)
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    with (tmp_path / "results/g/gates.csv").open() as f:
+        assert [r["verdict"] for r in csv.DictReader(f)] == ["inconclusive", "pass"]
+    default, lenient, strict = (check(tmp_path, camp, *args) for args in ((), ("--inconclusive", "pass"),
+                                                                           ("--inconclusive", "fail")))  # fmt: skip
+    for out in (default, lenient, strict):
+        # Every invocation lists the one gate that did not pass, and only it.
+        lines = [ln for ln in out.stdout.splitlines() if ln.startswith("g: ")]
+        assert len(lines) == 1 and lines[0].startswith("g: INCONCLUSIVE: gate 0, cost"), out.stdout + out.stderr
+    assert (default.returncode, lenient.returncode, strict.returncode) == (0, 0, 1)
