@@ -18,11 +18,11 @@ FAST = {"LMBENCH_ENOUGH_US": "5000", "LMBENCH_PARALLEL_INTERVAL_US": "50000"}
 
 @pytest.fixture(scope="module")
 def bins(tmp_path_factory):
-    from perfsnake.benchmarks.lmbench import PROGRAMS
+    from perfsnake.benchmarks.lmbench import PROGRAMS, program_sources
 
     out = tmp_path_factory.mktemp("lmbench")
     compilers = [
-        subprocess.Popen(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out / prog), str(SRC / f"{prog}.c"), str(SRC / "harness.c")])
+        subprocess.Popen(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out / prog), *map(str, program_sources(prog))])
         for prog in (*PROGRAMS, "protocol_test", "harness_test")
     ]  # fmt: skip
     assert [c.wait() for c in compilers] == [0] * len(compilers)
@@ -298,6 +298,19 @@ def test_harness_decisions_on_simulated_timings(bins):
     for check in ("rule_slow_interval_kept_and_shrunk", "collect_slow_interval_counted_and_resized", "delta_nonlinear_fails",
                   "choose_none_is_fallback", "format_six_significant_digits"):  # fmt: skip
         assert f"ok {check}" in proc.stdout
+
+
+def test_no_c_file_includes_another():
+    """Each program is its .c files compiled together (program_sources):
+    a .c included into another would be built twice or hide what a build
+    depends on."""
+    from perfsnake.benchmarks.lmbench import PROGRAMS, program_sources
+
+    included = [(p.name, line) for p in c_source().rglob("*.[ch]") for line in p.read_text().splitlines()
+                if re.match(r'\s*#\s*include\s+"[^"]+\.c"', line)]  # fmt: skip
+    assert included == []
+    for prog in PROGRAMS:
+        assert all(path.is_file() for path in program_sources(prog)), prog
 
 
 def test_every_line_has_six_significant_digits_and_a_note(bins):

@@ -100,6 +100,18 @@ _NOTE = re.compile(r"^# benchmp (.*)$", re.M)
 NOTE_FIELDS = {"interval_us": "interval_us", "calibration": "calibration", "out_of_window": "intervals_out_of_window",
                "resized": "intervals_resized", "discarded": "intervals_discarded"}  # fmt: skip
 CALIBRATION_FILE = "calibration.tsv"
+#: what every program links: the harness and its calibration
+HARNESS_SOURCES = ("harness.c", "calibrate.c")
+#: programs that share their body with another (one body, two programs)
+SHARED_SOURCES = {"bw_pipe": "bw_channel.c", "bw_unix": "bw_channel.c", "bw_file_rd": "bw_file.c",
+                  "bw_mmap_rd": "bw_file.c"}  # fmt: skip
+
+
+def program_sources(prog: str) -> list[Path]:
+    """The .c files compiled together into one program (a catalog program
+    or a harness test: protocol_test, harness_test)."""
+    shared = [SHARED_SOURCES[prog]] if prog in SHARED_SOURCES else []
+    return [SRC / name for name in (f"{prog}.c", *shared, *HARNESS_SOURCES)]
 
 
 def _positive(value: object) -> bool:
@@ -204,8 +216,7 @@ class LmbenchBenchmark(Benchmark):
                 "-Werror",
                 "-o",
                 str(ctx.build_dir / prog),
-                str(SRC / f"{prog}.c"),
-                str(SRC / "harness.c"),
+                *map(str, program_sources(prog)),
             ]
             lines.append(shlex.join(argv))
         return "\n".join(lines)

@@ -1,12 +1,14 @@
 /*
  * The harness's decisions as pure functions, so harness_test.c can check
  * them on simulated timings (a real clock cannot be made to misbehave on
- * demand). harness.c uses exactly these.
+ * demand). harness.c uses exactly these (the calibration's are in
+ * calibrate.h). Also the timing primitives both files use.
  */
 #ifndef PERFSNAKE_HARNESS_INTERNAL_H
 #define PERFSNAKE_HARNESS_INTERNAL_H
 
 #include <stddef.h>
+#include <time.h>
 
 #include "bench.h"
 
@@ -32,37 +34,51 @@ typedef uint64_t (*measure_f)(iter_t n, void *ctx);
 void collect_intervals(measure_f measure, void *ctx, iter_t n, uint64_t target_ns, int reps, uint64_t *times,
 		       iter_t *ns, struct interval_stats *st);
 
-/* The delta test of the paper on one candidate interval. rounds x 4
- * durations: t[r][0] of N iterations, t[r][1..3] of delta[0..2] x N,
- * measured back to back in round r. Passes (returns 1) when, for every
- * delta, the shortest t[.][d] over the rounds is delta x the shortest
- * t[.][0] within 0.25 %. The paper compares medians; we compare minima,
- * its own statistic where it wants a bound: a preemption or a noisy
- * neighbour only lengthens an interval, so the minima keep the clock's
- * error and drop the scheduler's, and the answer stays the same on a
- * loaded machine. *worst gets the largest |error|. */
-#define DELTA_TOLERANCE 0.0025
-int delta_test(const uint64_t (*t)[4], int rounds, const double deltas[3], double *worst);
-
-/* A candidate interval passes when PASS_NEED of PASS_TRIALS delta trials
- * pass. A marginal interval passes some of its trials: on this VM 5 ms
- * passes about two thirds of them, so "twice in a row" chose 5 ms in 4 of
- * 10 fresh calibrations and 7 of 9 in 2-4 of 10; 26 of 30 keeps an interval
- * that passes 67 % of its trials out (chosen 1.3 % of the time) and one
- * that passes 95 % in (98 %). After `done` trials with `passed` passes: 1
- * passed, 0 failed, -1 go on (decided as soon as the count is certain, so
- * a failing interval is dropped after 5 failures). */
-#define PASS_TRIALS 30
-#define PASS_NEED 26
-int trials_verdict(int passed, int done);
-
-/* Which candidate to use, from pass[c] (1: it passed, trials_verdict):
- * the smallest passing one; -1 when none passed (the caller falls back to
- * the largest and says so). */
-int choose_candidate(const int *pass, int ncandidates);
-
 /* A result value in fixed notation with at least 6 significant digits (and
  * no exponent, so the parser's pattern holds). */
 void format_value(char *buf, size_t len, double v);
+
+/* The timing primitives of harness.c and calibrate.c, static in each file
+ * that includes them: each gets its own copy for the compiler to inline
+ * into its timed loops, as when the harness and its calibration were one
+ * file (no interval times a call into another file). A file that uses
+ * none of them (harness_test.c) is no error. */
+#define TIMING_HELPER static __attribute__((unused))
+
+/* CLOCK_MONOTONIC in nanoseconds (now_ns(), bench.h). */
+TIMING_HELPER uint64_t clock_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* One call of f(n, cookie), timed (ns). */
+TIMING_HELPER uint64_t time_once(benchmp_f f, iter_t n, void *cookie)
+{
+	uint64_t t0 = clock_ns();
+
+	f(n, cookie);
+	return clock_ns() - t0;
+}
+
+/* Iterations of f needed for about `us` microseconds. */
+TIMING_HELPER iter_t size_for(benchmp_f f, void *cookie, uint64_t us)
+{
+	iter_t n = 1;
+	uint64_t t;
+
+	for (;;) {
+		t = time_once(f, n, cookie);
+		if (t >= us * 1000 / 8 || n > (1ull << 40))
+			break;
+		n *= 2;
+	}
+	if (t == 0)
+		t = 1;
+	n = (iter_t)((double)n * (double)us * 1000.0 / (double)t) + 1;
+	return n;
+}
 
 #endif

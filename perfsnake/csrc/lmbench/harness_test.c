@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "bench.h"
+#include "calibrate.h"
 #include "harness_internal.h"
 
 #include <stdio.h>
