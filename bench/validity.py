@@ -33,7 +33,10 @@ sys.path.insert(0, str(ROOT))
 
 from perfsnake import precision  # noqa: E402
 from perfsnake.stages.analysis import comparison_rows  # noqa: E402
-from perfsnake.stats import ar1_mean_factor, mean_intervals, steady_segment, welch_p_values  # noqa: E402
+from perfsnake.statistics.changepoints import steady_segment  # noqa: E402
+from perfsnake.statistics.intervals import mean_intervals  # noqa: E402
+from perfsnake.statistics.subsessions import ar1_mean_factor  # noqa: E402
+from perfsnake.statistics.tests import welch_p_values  # noqa: E402
 
 BEFORE = "4eccd8c"  # the statistics before issue 18
 OUT = ROOT / "bench" / "results"
@@ -74,7 +77,7 @@ def ar1(phi: float, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndar
 
 
 def old_sizes(x: np.ndarray, old) -> np.ndarray:  # type: ignore[no-untyped-def]
-    from perfsnake.stats import lag1_rows, subsessions
+    from perfsnake.statistics.subsessions import lag1_rows, subsessions
 
     n = x.shape[-1]
     r = lag1_rows(x)
@@ -91,7 +94,7 @@ def old_sizes(x: np.ndarray, old) -> np.ndarray:  # type: ignore[no-untyped-def]
 
 
 def old_welch_p(a: np.ndarray, b: np.ndarray, old) -> np.ndarray:  # type: ignore[no-untyped-def]
-    from perfsnake.stats import subsessions
+    from perfsnake.statistics.subsessions import subsessions
 
     size = np.maximum(old_sizes(a, old)[0], old_sizes(b, old)[0])
     p = np.empty(len(a))
@@ -104,7 +107,7 @@ def old_welch_p(a: np.ndarray, b: np.ndarray, old) -> np.ndarray:  # type: ignor
 
 
 def old_intervals(x: np.ndarray, old) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
-    from perfsnake.stats import subsessions
+    from perfsnake.statistics.subsessions import subsessions
 
     size, r = old_sizes(x, old)
     lo, hi = np.empty(len(x)), np.empty(len(x))

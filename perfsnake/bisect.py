@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from perfsnake.stats import welch_on_subsessions
+from perfsnake.statistics.tests import welch_on_subsessions
 
 #: Rounds of the ends alone while their difference is large but not yet
 #: significant (a noisy machine, few runs), before "no change" is said.

@@ -29,7 +29,8 @@ import pandas as pd
 
 from perfsnake.escape import value_text
 from perfsnake.results import read_results, read_results_metadata
-from perfsnake.stats import summarise, welch_on_subsessions
+from perfsnake.statistics.summaries import summarise
+from perfsnake.statistics.tests import welch_on_subsessions
 
 #: Metadata that differs between any two runs and says nothing about the machine.
 VOLATILE = frozenset({"metadata_lines", "utc_time", "total_duration_s", "total_benchmark_time_s", "runs", "runs_ok",

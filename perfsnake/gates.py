@@ -23,10 +23,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from perfsnake import stats
 from perfsnake.benchmarks.base import metric_unit
 from perfsnake.errors import CampaignError, did_you_mean
 from perfsnake.escape import value_text
+from perfsnake.statistics.summaries import summarise
+from perfsnake.statistics.tests import Comparison, welch_on_subsessions
 
 VERDICTS = ("pass", "inconclusive", "fail")  # worst last
 
@@ -122,7 +123,7 @@ def _absolute(ref: Mapping[str, object], lo: float, hi: float) -> tuple[str, str
     return "inconclusive", "interval straddles a bound"
 
 
-def _relative(ref: Mapping[str, object], comp: stats.Comparison) -> tuple[str, str, float]:
+def _relative(ref: Mapping[str, object], comp: Comparison) -> tuple[str, str, float]:
     allowed = float(ref["max_regression"]) * abs(comp.mean_a)  # type: ignore[arg-type]
     # Regression is a lower value for higher-is-better, a higher one otherwise.
     sign = 1.0 if ref["better"] == "higher" else -1.0
@@ -155,7 +156,7 @@ def evaluate(
                 continue
             row: dict[str, object] = {"gate": ref["index"], **values, "metric": metric, "kind": ref["kind"]}
             if ref["kind"] == "absolute":
-                s = stats.summarise(x, confidence, threshold)
+                s = summarise(x, confidence, threshold)
                 lo, hi = (
                     (s.median_ci_low, s.median_ci_high) if statistic == "median" else (s.mean_ci_low, s.mean_ci_high)
                 )
@@ -175,7 +176,7 @@ def evaluate(
                     verdict, why = "inconclusive", "fewer than 2 ok runs on a side"
                     row.update(max_regression=ref["max_regression"], better=ref["better"])
                 else:
-                    comp, _ = stats.welch_on_subsessions(base, x, confidence, alpha, threshold)
+                    comp, _ = welch_on_subsessions(base, x, confidence, alpha, threshold)
                     verdict, why, allowed = _relative(ref, comp)
                     row.update(baseline_mean=comp.mean_a, value=comp.mean_b, difference=comp.difference,
                                ci_low=comp.diff_ci_low, ci_high=comp.diff_ci_high, allowed_change=allowed,

@@ -2,7 +2,7 @@
 
 Runs happen in rounds. After each round, every record whose interval of
 the mean (relative half-width, on subsession means with the AR(1)
-correction of `perfsnake.stats`) is wider than the target gets another
+correction of `perfsnake.statistics.subsessions`) is wider than the target gets another
 batch, sized as Pilot does on subsession means: with subsessions of size k
 and the long-run variance s^2 of one subsession mean (its residual
 autocorrelation included), m = (t * s / (target * mean))^2 subsessions,
@@ -17,7 +17,8 @@ from typing import Literal
 
 import numpy as np
 
-from perfsnake.stats import mean_variance, t_quantile
+from perfsnake.statistics.intervals import t_quantile
+from perfsnake.statistics.subsessions import mean_variance
 
 #: A round adds at most this many times the runs planned so far.
 GROWTH = 2
@@ -61,7 +62,7 @@ def runs_needed(values: list[float], target: float, confidence: float) -> int | 
 
 def _short_run_factor(phi: float, m: int) -> float:
     """m * Var(mean of m) / Var(sample) for AR(1) (ar1_mean_factor), scalar."""
-    from perfsnake.stats import ar1_mean_factor
+    from perfsnake.statistics.subsessions import ar1_mean_factor
 
     return float(ar1_mean_factor(phi, m))
 

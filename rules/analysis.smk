@@ -11,7 +11,13 @@ rule analyse:
         # The campaign's layout noise floor, if it measures one (rules/floor.smk).
         floor=lambda wildcards: INDEX.floor_inputs(wildcards.campaign),
         code=layout.package_code(
-            "stages/analysis.py", "stats.py", "gates.py", "floor.py"
+            "stages/analysis.py",
+            "statistics/summaries.py",
+            "statistics/intervals.py",
+            "statistics/subsessions.py",
+            "statistics/tests.py",
+            "gates.py",
+            "floor.py",
         ),
     output:
         summary="results/{campaign}/summary.csv",
@@ -86,7 +92,12 @@ rule compare_with:
 rule regression_steps:
     input:
         results="results/{campaign}/results.json",
-        code=layout.package_code("stages/regression.py", "stats.py"),
+        code=layout.package_code(
+            "stages/regression.py",
+            "statistics/changepoints.py",
+            "statistics/tests.py",
+            "statistics/subsessions.py",
+        ),
     output:
         "results/{campaign}/regression/steps.csv",
     log:

@@ -26,7 +26,12 @@ rule plot:
     input:
         rows="results/{campaign}/{campaign}.json",
         info="results/{campaign}/campaign.json",
-        code=layout.package_code("stages/report.py", "stats.py"),
+        code=layout.package_code(
+            "stages/report.py",
+            "statistics/summaries.py",
+            "statistics/intervals.py",
+            "statistics/subsessions.py",
+        ),
     output:
         svg=report(
             "results/{campaign}/plots/{plot}.svg",
@@ -58,7 +63,12 @@ rule plot:
 rule figure:
     input:
         rows=figure_rows,
-        code=layout.package_code("stages/report.py", "stats.py"),
+        code=layout.package_code(
+            "stages/report.py",
+            "statistics/summaries.py",
+            "statistics/intervals.py",
+            "statistics/subsessions.py",
+        ),
     output:
         svg=report(
             "results/figures/{figure}.svg",

@@ -186,7 +186,7 @@ def test_size_options_and_readable_default():
 def test_error_bars_use_the_campaign_statistic():
     from scipy import stats
 
-    from perfsnake.stats import summarise as summary_csv_statistics
+    from perfsnake.statistics.summaries import summarise as summary_csv_statistics
 
     y = list(np.random.default_rng(1).normal(5, 1, 30))  # independent: no merging
     frame = pd.DataFrame({"k": ["a"] * len(y), "y": y, "start": range(len(y))})

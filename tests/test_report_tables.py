@@ -12,7 +12,7 @@ from helpers import ROOT, snakemake, write_campaign
 from perfsnake.campaign import load_campaign
 from perfsnake.planning import CampaignIndex
 from perfsnake.stages import tables
-from perfsnake.stats import median_interval
+from perfsnake.statistics.intervals import median_interval
 
 INFO = {
     "name": "c",

@@ -10,24 +10,11 @@ import numpy as np
 import pytest
 from scipy import signal, stats
 
-from perfsnake.stats import (
-    independent_enough,
-    lag1_autocorrelation,
-    mean_interval,
-    mean_intervals,
-    median_interval,
-    merge_until_independent,
-    spread_flags,
-    steady_segment,
-    summarise,
-    t_interval,
-    t_intervals,
-    trend,
-    welch,
-    welch_on_subsessions,
-    welch_p_values,
-    work_per_second,
-)
+from perfsnake.statistics.changepoints import steady_segment
+from perfsnake.statistics.intervals import mean_interval, mean_intervals, median_interval, t_interval, t_intervals
+from perfsnake.statistics.subsessions import independent_enough, lag1_autocorrelation, merge_until_independent
+from perfsnake.statistics.summaries import spread_flags, summarise, trend, work_per_second
+from perfsnake.statistics.tests import welch, welch_on_subsessions, welch_p_values
 
 RNG = np.random.default_rng(20261122)
 

@@ -21,12 +21,13 @@ LAYERS: dict[str, int] = {
     "perfsnake": 0,  # __init__: ROOT only
     "perfsnake.errors": 0,
     "perfsnake.escape": 0,
+    "perfsnake.snakemake_internals": 0,  # what relies on Snakemake's internals (no perfsnake imports)
     "perfsnake.template": 1,
     "perfsnake.layout": 1,
     "perfsnake.results": 1,
     "perfsnake.schema": 1,
     "perfsnake.machine": 1,
-    "perfsnake.stats": 1,
+    "perfsnake.statistics": 1,  # every estimator and test (numpy, scipy, ruptures)
     "perfsnake.modes": 1,
     "perfsnake.importers": 1,  # other tools' files, parsed
     "perfsnake.precision": 2,

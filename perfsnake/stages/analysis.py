@@ -26,7 +26,8 @@ from perfsnake import floor, gates, layout, why
 from perfsnake.escape import record_path, value_text
 from perfsnake.modes import two_modes
 from perfsnake.schema import schema_defaults
-from perfsnake.stats import spread_flags, summarise, trend, welch_on_subsessions
+from perfsnake.statistics.summaries import spread_flags, summarise, trend
+from perfsnake.statistics.tests import welch_on_subsessions
 
 #: Optional statistics keys without a default; every other default is the
 #: schema's (config/schemas/campaign.schema.yaml), written there once.

@@ -15,7 +15,8 @@ from perfsnake.benchmarks.base import Benchmark
 from perfsnake.escape import record_path
 from perfsnake.instruments import Instruments
 from perfsnake.machine import state as machine_state
-from perfsnake.stats import SteadyState, steady_segment, work_per_second
+from perfsnake.statistics.changepoints import SteadyState, steady_segment
+from perfsnake.statistics.summaries import work_per_second
 
 if TYPE_CHECKING:
     from perfsnake.campaign import Campaign

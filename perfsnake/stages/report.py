@@ -22,7 +22,7 @@ import pandas as pd
 
 from perfsnake.escape import value_text
 from perfsnake.modes import two_modes
-from perfsnake.stats import summarise as summarise_samples
+from perfsnake.statistics.summaries import summarise as summarise_samples
 
 CONFIDENCE = 0.95
 WIDTH, HEIGHT = 240, 160  # one panel; about a column of a two-column paper
@@ -39,7 +39,7 @@ def summarise(
 ) -> pd.DataFrame:
     """The statistic of `y` over repetitions and its interval, per combination of keys.
 
-    Same method as summary.csv (perfsnake.stats.summarise): the mean's
+    Same method as summary.csv (perfsnake.statistics.summaries.summarise): the mean's
     interval on independent subsessions, the median's the exact
     order-statistic one. With one run, no bar.
     """

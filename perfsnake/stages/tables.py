@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 # numpy only (already loaded when the workflow is parsed); no pandas.
-from perfsnake.stats import interval_method
+from perfsnake.statistics.intervals import interval_method
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,0 +1,13 @@
+"""The statistics of perfsnake, in one place (issue 34).
+
+- subsessions: autocorrelation, merging samples into subsessions, the
+  AR(1)-corrected variance of a mean (what intervals and tests share);
+- intervals: the interval of the mean and the median's exact
+  order-statistic interval, and the words captions use for each method;
+- summaries: a record's summary (summary.csv) and its stability checks;
+- tests: Welch's comparisons of two records;
+- changepoints: binary segmentation and the warm-up/cool-down cut.
+
+Submodules import numpy and scipy; nothing is imported here, so that
+naming the package costs no start-up time.
+"""
