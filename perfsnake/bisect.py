@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from perfsnake.statistics.tests import welch_on_subsessions
+from perfsnake.statistics.tests import adjust, welch_on_subsessions
 
 #: Rounds of the ends alone while their difference is large but not yet
 #: significant (a noisy machine, few runs), before "no change" is said.
@@ -88,9 +88,7 @@ def decide(
         mid = (lo + hi) // 2
         to_old = compare(values[old], values[versions[mid]], threshold, alpha)
         to_new = compare(values[versions[mid]], values[new], threshold, alpha)
-        from statsmodels.stats.multitest import multipletests
-
-        adjusted = multipletests([float(to_old["p_value"]), float(to_new["p_value"])], method="holm")[1]  # type: ignore[arg-type]
+        adjusted = adjust([float(to_old["p_value"]), float(to_new["p_value"])], "holm")  # type: ignore[arg-type]
         differs_old = bool(adjusted[0] < alpha) and abs(float(to_old["relative"])) >= threshold / 2  # type: ignore[arg-type]
         differs_new = bool(adjusted[1] < alpha) and abs(float(to_new["relative"])) >= threshold / 2  # type: ignore[arg-type]
         closer_new = abs(float(to_new["relative"])) < abs(float(to_old["relative"]))  # type: ignore[arg-type]

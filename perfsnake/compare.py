@@ -30,7 +30,7 @@ import pandas as pd
 from perfsnake.escape import value_text
 from perfsnake.results import read_results, read_results_metadata
 from perfsnake.statistics.summaries import summarise
-from perfsnake.statistics.tests import welch_on_subsessions
+from perfsnake.statistics.tests import adjust, welch_on_subsessions
 
 #: Metadata that differs between any two runs and says nothing about the machine.
 VOLATILE = frozenset({"metadata_lines", "utc_time", "total_duration_s", "total_benchmark_time_s", "runs", "runs_ok",
@@ -135,8 +135,6 @@ def compare(
 ) -> pd.DataFrame:
     """Per record, metric and side: the side's statistic, and its ratio to the
     first side's (`state`: machine_state_differences, when already known)."""
-    from statsmodels.stats.multitest import multipletests
-
     variables = _variables(sides[0].runs)
     for i, side in enumerate(sides[1:], start=2):
         theirs = _variables(side.runs)
@@ -171,9 +169,8 @@ def compare(
     table = pd.DataFrame(rows)
     if len(table) and "p_value" in table:
         tested = table["p_value"].notna()
-        table["p_adjusted"] = np.nan
-        if tested.any():
-            table.loc[tested, "p_adjusted"] = multipletests(table.loc[tested, "p_value"], method="holm")[1]
+        # One family: the whole table; a record without a comparison is no test.
+        table["p_adjusted"] = adjust(table["p_value"].tolist(), "holm")
         table["significant"] = (table["p_adjusted"] < alpha).where(tested, None)
         # An A/A check first: a difference between machine states is not the change's.
         if machine_state_differences(sides) if state is None else state:

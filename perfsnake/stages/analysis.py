@@ -27,7 +27,7 @@ from perfsnake.escape import record_path, value_text
 from perfsnake.modes import two_modes
 from perfsnake.schema import schema_defaults
 from perfsnake.statistics.summaries import spread_flags, summarise, trend
-from perfsnake.statistics.tests import welch_on_subsessions
+from perfsnake.statistics.tests import adjust, welch_on_subsessions
 
 #: Optional statistics keys without a default; every other default is the
 #: schema's (config/schemas/campaign.schema.yaml), written there once.
@@ -39,8 +39,6 @@ BUSY_CPUS = 0.5
 LOAD_DRIFT = 1.0
 #: Keys of a significant.md warning row that do not name the record.
 SUMMARY_FIELDS = {"metric", "flags"}
-#: statistics.correction -> statsmodels' multipletests method.
-CORRECTIONS = {"holm": "holm", "bh": "fdr_bh"}
 
 
 def options(info: Mapping[str, object]) -> dict[str, object]:
@@ -144,19 +142,6 @@ def machine_drift_flags(record_runs: list[dict], campaign_runs: list[dict]) -> l
             f"machine drift: load {float(np.median(loads)):.1f} at its runs' start vs {float(np.median(reference)):.1f} at the campaign's first runs"
         )
     return flags
-
-
-def adjust(p_values: list[float], correction: str) -> list[float]:
-    """Multiplicity-adjusted p-values (statsmodels' multipletests) over one
-    family; nan entries stay nan and do not count as tests."""
-    p = np.asarray(p_values, dtype=float)
-    out = p.copy()
-    tested = np.isfinite(p)
-    if correction != "none" and tested.any():
-        from statsmodels.stats.multitest import multipletests
-
-        out[tested] = multipletests(p[tested], method=CORRECTIONS[correction])[1]
-    return [float(v) for v in out]
 
 
 def pairs(

@@ -22,10 +22,10 @@ import pandas as pd
 import ruptures
 
 from perfsnake.escape import value_text
-from perfsnake.stages.analysis import adjust, options, samples_by_record
+from perfsnake.stages.analysis import options, samples_by_record
 from perfsnake.stages.report import INK, SI_AXIS
 from perfsnake.statistics.summaries import summarise
-from perfsnake.statistics.tests import welch_on_subsessions
+from perfsnake.statistics.tests import adjust, welch_on_subsessions
 
 STEP_COLUMNS = ["metric", "series", "version", "previous", "mean_before", "mean_after", "relative_change",
                 "diff_ci_low", "diff_ci_high", "p_value", "p_adjusted", "significant"]  # fmt: skip

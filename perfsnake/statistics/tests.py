@@ -1,7 +1,9 @@
 """Tests between two records: Welch's t-test on each side's mean, with the
 variance and degrees of freedom of its interval (subsession means, AR(1)
 correction: perfsnake.statistics.subsessions), and the interval of the
-difference of means.
+difference of means; and the one multiplicity adjustment every family of
+tests goes through (`adjust`: comparisons, trends, regression steps,
+`perfsnake compare`, bisection steps).
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfsnake.statistics.subsessions import mean_variance
+
+#: statistics.correction -> statsmodels' multipletests method.
+CORRECTIONS = {"holm": "holm", "bh": "fdr_bh"}
 
 
 @dataclass
@@ -90,3 +95,17 @@ def welch_p_values(a: np.ndarray, b: np.ndarray, threshold: float = 0.1, correct
     t = diff / np.sqrt(va + vb)
     df = (va + vb) ** 2 / (va**2 / da + vb**2 / db)
     return 2 * stats.t.sf(np.abs(t), df)
+
+
+def adjust(p_values: list[float], correction: str) -> list[float]:
+    """Multiplicity-adjusted p-values (statsmodels' multipletests) over one
+    family; `correction` is "holm", "bh" or "none" (statistics.correction).
+    nan entries stay nan and do not count as tests."""
+    p = np.asarray(p_values, dtype=float)
+    out = p.copy()
+    tested = np.isfinite(p)
+    if correction != "none" and tested.any():
+        from statsmodels.stats.multitest import multipletests
+
+        out[tested] = multipletests(p[tested], method=CORRECTIONS[correction])[1]
+    return [float(v) for v in out]
