@@ -12,7 +12,7 @@ min_version("9.0")
 # Snakemake module, a snakedeploy copy).
 sys.path.insert(0, str(Path(workflow.current_basedir).parent))
 
-from perfsnake import layout, planning
+from perfsnake import layout, planning, snakemake_internals
 from perfsnake.errors import CampaignError
 from perfsnake.stages import profile as profile_stage
 from perfsnake.stages import run as run_stage
@@ -46,22 +46,14 @@ if workflow.is_main_process and "bench_lock" not in workflow.global_resources:
     )
 
 
-# Snakemake's job-rate limit (--max-jobs-per-timespan, default 100/1s) makes
-# every scheduling round start a timer that triggers another round a second
-# later: with one run at a time, about ten rounds per run, each walking every
-# waiting run job's inputs (JobScheduler.update_input_sizes), so a run costs
-# 30-40 ms of scheduling with 2,000-3,000 runs waiting against ~10 ms with a
-# few hundred. Runs are serialised anyway, so locally there is no rate limit
-# (remote executors keep theirs). The option has no "off" value and the
-# settings are read when the scheduler is built, so onstart (which runs after
-# that, before the first round) drops the limiter. It also turns the cyclic
-# garbage collector back on (off while planning: see workflow/Snakefile).
+# Once the scheduler is built, before the first job: the cyclic garbage
+# collector back on (off while planning: see workflow/Snakefile), and no
+# local job-rate limit (each scheduling round it triggers walks every waiting
+# run job; runs are serialised anyway). Both rely on Snakemake's internals:
+# perfsnake/snakemake_internals.py says which and why.
 onstart:
-    import gc
-
-    gc.enable()
-    if workflow.local_exec and getattr(workflow, "scheduler", None) is not None:
-        workflow.scheduler.job_rate_limiter = None
+    snakemake_internals.resume_garbage_collection()
+    snakemake_internals.drop_job_rate_limiter(workflow)
 
 
 wildcard_constraints:
@@ -270,7 +262,7 @@ def folded_inputs(wildcards):
 
 # Snakemake inspects an input function's signature on every call; with one
 # job per run that is a measurable share of planning 10,000 runs, so the
-# (unchanging) signatures are computed once.
+# (unchanging) signatures are computed once (snakemake_internals.cache_signature).
 for _func in (
     run_inputs,
     run_params,
@@ -279,4 +271,4 @@ for _func in (
     fetch_params,
     campaign_builds,
 ):
-    run_stage.cache_signature(_func)
+    snakemake_internals.cache_signature(_func)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfsnake import layout, safefile
+from perfsnake import layout, safefile, snakemake_internals
 from perfsnake.benchmarks.base import RunContext, source_key
 from perfsnake.escape import value_text
 from perfsnake.hostlock import host_lock
@@ -424,36 +424,20 @@ def keep_finished_runs(workdir: Path) -> list[str]:
     the job complete a few milliseconds later. A workflow killed in between
     leaves the mark, and `--rerun-incomplete` would delete the finished run
     and measure it again. Before the DAG is built, marks whose status.json
-    exists and parses are removed (Snakemake keeps one file per mark under
-    .snakemake/incomplete/, named by the URL-safe base64 of the output path,
-    split into 255-byte parts prefixed with "@"). Returns the runs kept."""
-    import base64
-
-    root = workdir / ".snakemake" / "incomplete"
+    exists and parses are removed (how Snakemake keeps its marks:
+    perfsnake.snakemake_internals.incomplete_marks). Returns the runs kept."""
     kept: list[str] = []
-    if not root.is_dir():
-        return kept
-    for dirpath, _, names in os.walk(root):
-        for name in names:
-            mark = Path(dirpath, name)
-            try:
-                key = base64.urlsafe_b64decode("".join(p.lstrip("@") for p in mark.relative_to(root).parts)).decode()
-                if not (key.startswith(f"{layout.RESULTS}/") and "/runs/" in key and key.endswith(f"/{STATUS_FILE}")):
-                    continue
-                json.loads((workdir / key).read_text())["status"]
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-            mark.unlink()
-            kept.append(key)
+    for mark in snakemake_internals.incomplete_marks(workdir):
+        key = mark.key
+        if not (key.startswith(f"{layout.RESULTS}/") and "/runs/" in key and key.endswith(f"/{STATUS_FILE}")):
+            continue
+        try:
+            json.loads((workdir / key).read_text())["status"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        snakemake_internals.forget_incomplete_mark(mark)
+        kept.append(key)
     if kept:
         print(f"[perfsnake] resume: {len(kept)} run(s) that finished before the interruption kept: "
               + " ".join(sorted(kept)[:5]) + (" ..." if len(kept) > 5 else ""), file=sys.stderr, flush=True)  # fmt: skip
     return kept
-
-
-def cache_signature(func) -> None:
-    """Precompute the signature Snakemake would inspect on every call of an
-    input function (a measurable share of planning 10,000 run jobs)."""
-    import inspect
-
-    func._overwrite_params = inspect.signature(func).parameters

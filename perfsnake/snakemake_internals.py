@@ -1,0 +1,135 @@
+"""Where perfsnake relies on Snakemake's internals, all in one place.
+
+Four things the workflow does go past Snakemake's documented interface, each
+for speed or for a resume that keeps finished runs: the garbage-collector
+pause while planning, dropping the local job-rate limiter, cached input
+function signatures, and forgetting the "incomplete" marks of runs that
+finished. Each function says which Snakemake version it was checked on;
+tests/test_snakemake_internals.py fails when an upgrade breaks one of them,
+so an upgrade starts there.
+
+Nothing here imports Snakemake: the workflow has it loaded already, and the
+run stage (perfsnake.stages.run, the lean measurement path) imports this
+module for nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: the Snakemake release these functions were last checked against
+CHECKED_ON = "9.27.1"
+
+
+# ---- the garbage collector while planning ----------------------------------------------
+def pause_garbage_collection() -> None:
+    """Freeze what is alive and switch the cyclic collector off until onstart.
+
+    Called at the end of workflow/Snakefile: everything parsed so far lives
+    until the end, so the collector need not scan it again (seconds when
+    planning 10,000 run jobs); nor the DAG Snakemake builds next (its jobs
+    live until the end too: 1.2 s of a 10,000-run dry run went to
+    collections that freed nothing). Relies on Snakemake calling the
+    onstart hook (resume_garbage_collection) once the DAG and the scheduler
+    are built and before the first job (Workflow.execute); it does not in a
+    dry run or with --no-hooks, which then run without the collector.
+    Checked on 9.27.1."""
+    gc.freeze()
+    gc.disable()
+
+
+def resume_garbage_collection() -> None:
+    """The collector back on (onstart, before the first job): the other half
+    of pause_garbage_collection. Checked on 9.27.1."""
+    gc.enable()
+
+
+# ---- the job-rate limiter --------------------------------------------------------------
+def drop_job_rate_limiter(workflow: Any) -> bool:
+    """Remove the local scheduler's job-rate limit; True when one was removed.
+
+    Snakemake's limit (--max-jobs-per-timespan, default 100/1s) makes every
+    scheduling round start a timer that triggers another round a second
+    later: with one run at a time, about ten rounds per run, each walking
+    every waiting run job's inputs (JobScheduler.update_input_sizes), so a
+    run costs 30-40 ms of scheduling with 2,000-3,000 runs waiting against
+    ~10 ms with a few hundred. Runs are serialised anyway, so locally there
+    is no rate limit (remote executors keep theirs). The option has no "off"
+    value and the settings are read when the scheduler is built, so the
+    onstart hook (after that, before the first round) sets
+    `workflow.scheduler.job_rate_limiter` (a JobRateLimiter) to None, which
+    JobScheduler.job_selector reads as "unlimited". Checked on 9.27.1."""
+    scheduler = getattr(workflow, "scheduler", None)
+    if not workflow.local_exec or scheduler is None or getattr(scheduler, "job_rate_limiter", None) is None:
+        return False
+    scheduler.job_rate_limiter = None
+    return True
+
+
+# ---- input function signatures ---------------------------------------------------------
+#: the attribute snakemake.common.get_function_params reads before inspecting
+#: a function (snakemake.common.FUNC_OVERWRITE_PARAMS_ATTR)
+OVERWRITE_PARAMS_ATTR = "_overwrite_params"
+
+
+def cache_signature(func: Callable[..., Any]) -> None:
+    """Precompute the parameters Snakemake would inspect on every call of an
+    input function (a measurable share of planning 10,000 run jobs).
+
+    Snakemake (snakemake.common.get_function_params, used by
+    get_input_function_aux_params whenever an input or params function is
+    evaluated) takes a function's parameters from this attribute when it is
+    set, instead of inspect.signature(func).parameters. Checked on 9.27.1."""
+    import inspect
+
+    setattr(func, OVERWRITE_PARAMS_ATTR, inspect.signature(func).parameters)
+
+
+# ---- "incomplete" marks ----------------------------------------------------------------
+@dataclass(frozen=True)
+class IncompleteMark:
+    """One of Snakemake's "incomplete" marks: `key` is the output path as
+    Snakemake recorded it (relative to the working directory), `path` the
+    mark's file."""
+
+    key: str
+    path: Path
+
+
+def incomplete_marks(workdir: Path) -> Iterator[IncompleteMark]:
+    """The "incomplete" marks of a working directory: one per output of a job
+    that started and did not finish (Snakemake removes them when the job
+    completes; `--rerun-incomplete` deletes those outputs and runs the job
+    again).
+
+    The file persistence backend (the default) keeps one file per mark
+    under .snakemake/incomplete/, named by the URL-safe base64 of the output
+    path split into parts of at most NAME_MAX - 1 characters, every part but
+    the last prefixed with "@" (FilePersistence._record_path); a file that
+    does not decode is skipped. With --persistence-backend db the marks are
+    in the database, and none is found. Checked on 9.27.1."""
+    import base64
+
+    root = workdir / ".snakemake" / "incomplete"
+    if not root.is_dir():
+        return
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            path = Path(dirpath, name)
+            try:
+                key = base64.urlsafe_b64decode("".join(p.lstrip("@") for p in path.relative_to(root).parts)).decode()
+            except ValueError:  # not base64, or not UTF-8 text: not a mark of ours
+                continue
+            yield IncompleteMark(key, path)
+
+
+def forget_incomplete_mark(mark: IncompleteMark) -> None:
+    """Remove one mark, as Snakemake does when the job completes
+    (FilePersistence._unmark_incomplete); only before the DAG is built,
+    since Snakemake caches the marks it has read. Checked on 9.27.1."""
+    mark.path.unlink()
