@@ -24,6 +24,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from perfsnake.benchmarks.lmbench import program_sources
 from perfsnake.layout import c_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,8 +48,7 @@ def main() -> None:
             "-Werror",
             "-o",
             str(binary),
-            str(SRC / "lat_syscall.c"),
-            str(SRC / "harness.c"),
+            *map(str, program_sources("lat_syscall")),
         ],
         check=True,
     )
