@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import signal, stats
 
-from perfsnake.statistics.changepoints import steady_segment
+from perfsnake.statistics.changepoints import change_points, steady_segment
 from perfsnake.statistics.intervals import mean_interval, mean_intervals, median_interval, t_interval, t_intervals
 from perfsnake.statistics.subsessions import independent_enough, lag1_autocorrelation, merge_until_independent
 from perfsnake.statistics.summaries import spread_flags, summarise, trend, work_per_second
@@ -264,6 +264,22 @@ def test_stationary_series_are_rarely_trimmed(kind, noise, phi):
         steady_segment(series_with_warmup(kind, rng, warmup=0, noise=noise, phi=phi)).removed > 0 for _ in range(300)
     )
     assert trimmed / 300 <= 0.05
+
+
+def test_change_points_are_ruptures_least_squares_segmentation():
+    # The cumulative-sum cost only makes ruptures' "l2" faster: the same cuts,
+    # on integer series (ties in the gains) as on noisy steps.
+    import ruptures
+
+    rng = np.random.default_rng(34)
+    for i in range(60):
+        n = int(rng.integers(4, 120))
+        z = rng.normal(0, 1, n) + np.where(np.arange(n) >= n // 3, rng.normal(0, 4), 0.0)
+        z = np.round(z) if i % 3 == 0 else z
+        penalty = 3.0 * math.log(n)
+        expected = ruptures.Binseg(model="l2", min_size=2, jump=1).fit(z).predict(pen=penalty)[:-1]
+        assert change_points(z, penalty, 2) == expected
+    assert change_points(np.array([1.0, 5.0, 1.0]), 0.0, 2) == []  # too short to split
 
 
 def test_work_per_second_regression():

@@ -2,12 +2,13 @@
 a campaign's commit range, the steps in it, and the comparisons of adjacent
 versions.
 
-Steps are change points of the runs taken in version order (ruptures' binary
-segmentation, least squares, on the series scaled by its pooled within-version
-noise, with a BIC-like penalty), moved to the nearest version boundary, and
-kept only when the runs of the segment before and after differ by Welch's
-test on subsessions, Holm-corrected over the candidate steps: a step is where
-the metric changed, with the interval of the change.
+Steps are change points of the runs taken in version order (binary
+segmentation, least squares: perfsnake.statistics.changepoints, on the series
+scaled by its pooled within-version noise, with a BIC-like penalty), moved to
+the nearest version boundary, and kept only when the runs of the segment
+before and after differ by Welch's test on subsessions, Holm-corrected over
+the candidate steps: a step is where the metric changed, with the interval of
+the change.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from pathlib import Path
 import altair as alt
 import numpy as np
 import pandas as pd
-import ruptures
 
 from perfsnake.escape import value_text
 from perfsnake.stages.analysis import options, samples_by_record
 from perfsnake.stages.report import INK, SI_AXIS
+from perfsnake.statistics.changepoints import change_points
 from perfsnake.statistics.summaries import summarise
 from perfsnake.statistics.tests import adjust, welch_on_subsessions
 
@@ -57,7 +58,7 @@ def find_steps(versions: Sequence[tuple[str, np.ndarray]], opts: Mapping[str, ob
     scale = noise if noise > 0 else (np.std(runs) or 1.0)
     z = (runs - runs.mean()) / scale
     penalty = 3.0 * np.log(len(z))
-    cuts = ruptures.Binseg(model="l2", min_size=2, jump=1).fit(z).predict(pen=penalty)[:-1] if len(z) >= 4 else []
+    cuts = change_points(z, penalty, min_size=2)
     # Every version boundary a cut falls nearest to; identical versions (no
     # noise at all) are cut wherever the value changes.
     boundaries = sorted({int(np.argmin(np.abs(bounds[:-1] - c))) for c in cuts})

@@ -6,8 +6,8 @@
   order-statistic interval, and the words captions use for each method;
 - summaries: a record's summary (summary.csv) and its stability checks;
 - tests: Welch's comparisons of two records;
-- changepoints: binary segmentation and the warm-up/cool-down cut.
+- changepoints: binary segmentation (ruptures) and the warm-up/cool-down cut.
 
-Submodules import numpy and scipy; nothing is imported here, so that
+Submodules import numpy, scipy and ruptures; nothing is imported here, so that
 naming the package costs no start-up time.
 """
