@@ -192,3 +192,26 @@ def worst(verdicts: Sequence[str]) -> str:
 
 def baseline_dirs(refs: Sequence[Mapping[str, object]]) -> list[str]:
     return sorted({str(r["baseline"]) for r in refs if r.get("kind") == "baseline" and isinstance(r["baseline"], str)})
+
+
+def gate_line(g: Mapping[str, object]) -> str:
+    """One gate's verdict in words (significant.md, `perfsnake check`)."""
+    record = ", ".join(f"{k}={v}" for k, v in g.items() if k not in GATE_FIELDS) or "every record"
+    if g["kind"] == "absolute":
+        bounds = " and ".join(f"{k} {float(g[k]):.4g}" for k in ("lower", "upper") if g.get(k) not in (None, ""))  # type: ignore[arg-type]
+        detail = f"{g['statistic']} {float(g['value']):.4g}, CI [{float(g['ci_low']):.4g}, {float(g['ci_high']):.4g}] vs {bounds}"  # type: ignore[arg-type]
+    elif "difference" in g:
+        detail = (
+            f"{float(g['value']):.4g} vs baseline {g['baseline']} {float(g['baseline_mean']):.4g}: difference CI "  # type: ignore[arg-type]
+            f"[{float(g['ci_low']):.4g}, {float(g['ci_high']):.4g}], {g['better']} is better, "  # type: ignore[arg-type]
+            f"allowed regression {float(g['max_regression']):.1%}"  # type: ignore[arg-type]
+        )
+    else:
+        detail = f"baseline {g['baseline']}"
+    return f"gate {g['gate']}, {g['metric']} ({record}): {detail} ({g['reason']})"
+
+
+GATE_FIELDS = {
+    "gate", "metric", "kind", "statistic", "value", "ci_low", "ci_high", "lower", "upper", "verdict", "reason",
+    "baseline", "baseline_mean", "difference", "allowed_change", "max_regression", "better",
+}  # fmt: skip

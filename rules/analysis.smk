@@ -12,6 +12,7 @@ rule analyse:
         floor=lambda wildcards: INDEX.floor_inputs(wildcards.campaign),
         code=layout.package_code(
             "stages/analysis.py",
+            "statistics/records.py",
             "statistics/summaries.py",
             "statistics/intervals.py",
             "statistics/subsessions.py",
@@ -94,6 +95,7 @@ rule regression_steps:
         results="results/{campaign}/results.json",
         code=layout.package_code(
             "stages/regression.py",
+            "statistics/records.py",
             "statistics/changepoints.py",
             "statistics/tests.py",
             "statistics/subsessions.py",

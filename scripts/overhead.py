@@ -7,7 +7,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
 from perfsnake.scripting import logged  # noqa: E402
-from perfsnake.stages.analysis import overhead_rows, write_csv  # noqa: E402
+from perfsnake.stages.analysis import overhead_rows  # noqa: E402
+from perfsnake.statistics.records import write_csv  # noqa: E402
 
 sm = snakemake  # noqa: F821
 

@@ -291,7 +291,7 @@ def test_work_per_second_regression():
 
 
 def test_comparison_pairs_one_variable_apart_and_baseline():
-    from perfsnake.stages.analysis import pairs
+    from perfsnake.statistics.records import pairs
 
     variables = ["lock", "threads"]
     keys = [(lk, t) for lk in ("pthread", "mcs", "cas") for t in ("1", "2")]

@@ -15,7 +15,6 @@ of the campaign's comparisons); `significant` is decided on the adjusted one.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,13 +24,10 @@ import numpy as np
 from perfsnake import floor, gates, layout, why
 from perfsnake.escape import record_path, value_text
 from perfsnake.modes import two_modes
-from perfsnake.schema import schema_defaults
+from perfsnake.statistics.records import numeric_metrics, options, pairs, record_key, samples_by_record, write_csv
 from perfsnake.statistics.summaries import spread_flags, summarise, trend
 from perfsnake.statistics.tests import adjust, welch_on_subsessions
 
-#: Optional statistics keys without a default; every other default is the
-#: schema's (config/schemas/campaign.schema.yaml), written there once.
-UNSET = {"baseline": None, "compare": None, "metrics": None}
 #: Machine-state drift: other processes busy with more than this many CPUs on
 #: average during a record's runs, or a 1-minute load at its runs' start this
 #: much above the campaign's first runs.
@@ -41,43 +37,6 @@ LOAD_DRIFT = 1.0
 SUMMARY_FIELDS = {"metric", "flags"}
 
 
-def options(info: Mapping[str, object]) -> dict[str, object]:
-    return {**UNSET, **schema_defaults("statistics"), **dict(info.get("statistics") or {})}  # type: ignore[call-overload]
-
-
-def _key(result: Mapping[str, object], variables: list[str]) -> tuple[str, ...]:
-    values = result["variables"]
-    return tuple(value_text(values[v]) for v in variables)  # type: ignore[index]
-
-
-def numeric_metrics(results: list[dict]) -> list[str]:
-    """Numeric metrics present in the results, and the run's wall time (which
-    imported results other than hyperfine's do not have)."""
-    names: list[str] = ["wall_s"] if any(r.get("wall_s") is not None for r in results) else []
-    for res in results:
-        for name, value in res["metrics"].items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and name not in names:
-                names.append(name)
-    return names
-
-
-def samples_by_record(results: list[dict], variables: list[str], metric: str) -> dict[tuple[str, ...], np.ndarray]:
-    """Per record, the metric of its ok runs in execution order."""
-    out: dict[tuple[str, ...], list[float]] = {}
-    for res in sorted(results, key=lambda r: r["start_epoch"]):
-        value = res["wall_s"] if metric == "wall_s" else res["metrics"].get(metric)
-        key = _key(res, variables)
-        out.setdefault(key, [])
-        if (
-            res["status"] == "ok"
-            and isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-        ):
-            out[key].append(float(value))
-    return {k: np.asarray(v) for k, v in out.items()}
-
-
 def summary_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[str, object]]:
     opts = options(info)
     variables = list(info["variables"])  # type: ignore[call-overload]
@@ -85,7 +44,7 @@ def summary_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[s
     reached: dict[tuple[str, ...], dict[str, object]] = {}
     runs: dict[tuple[str, ...], list[dict]] = {}
     for res in results:
-        key = _key(res, variables)
+        key = record_key(res, variables)
         runs.setdefault(key, []).append(res)
         if res.get("precision"):
             reached[key] = res["precision"]
@@ -144,40 +103,6 @@ def machine_drift_flags(record_runs: list[dict], campaign_runs: list[dict]) -> l
     return flags
 
 
-def pairs(
-    keys: list[tuple[str, ...]],
-    variables: list[str],
-    baseline: Mapping[str, object] | None,
-    value_order: Mapping[str, list[str]] | None = None,
-) -> list[tuple[tuple[str, ...], tuple[str, ...], str]]:
-    """(a, b, variable) for records differing in exactly that one variable.
-
-    With a baseline {var: value}, a is always the record carrying the
-    baseline value and b one that differs from it only in that variable.
-    """
-    out = []
-    for i, first in enumerate(keys):
-        for second in keys[i + 1 :]:
-            a, b = first, second
-            diff = [j for j in range(len(variables)) if a[j] != b[j]]
-            if len(diff) != 1:
-                continue
-            var = variables[diff[0]]
-            order = (value_order or {}).get(var, [])
-            if a[diff[0]] in order and b[diff[0]] in order and order.index(a[diff[0]]) > order.index(b[diff[0]]):
-                a, b = b, a  # a is the value listed first in the campaign
-            if baseline:
-                if var not in baseline:
-                    continue
-                base = value_text(baseline[var])
-                if b[diff[0]] == base:
-                    a, b = b, a
-                if a[diff[0]] != base:
-                    continue
-            out.append((a, b, var))
-    return out
-
-
 def comparison_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[str, object]]:
     """Welch's tests between records one variable apart, limited to
     statistics.compare (variables) and statistics.metrics when given, with
@@ -229,18 +154,6 @@ def corrected(rows: list[dict[str, object]], correction: str, alpha: float) -> l
         else:
             row["p_adjusted"] = row["p_value"]
     return rows
-
-
-def write_csv(path: Path, rows: list[dict[str, object]], first: list[str]) -> None:
-    columns = list(first)
-    for row in rows:
-        for key in row:
-            if key not in columns:
-                columns.append(key)
-    with path.open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=columns, restval="")
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def write_significant(
@@ -301,7 +214,7 @@ def write_significant(
         counts = {v: sum(g["verdict"] == v for g in verdicts) for v in gates.VERDICTS}
         lines += ["", "## Reference gates", "", ", ".join(f"{n} {v}" for v, n in counts.items()) + ".", ""]
         for g in sorted(verdicts, key=lambda g: -gates.VERDICTS.index(str(g["verdict"]))):
-            lines.append(f"- {str(g['verdict']).upper()}: {gate_line(g)}")
+            lines.append(f"- {str(g['verdict']).upper()}: {gates.gate_line(g)}")
     flagged = [r for r in summary or [] if r.get("flags")]
     if flagged:
         lines += ["", "## Stability warnings", ""]
@@ -323,29 +236,6 @@ def gate_rows(
     samples = {m: samples_by_record(results, variables, m) for m in metrics}
     earlier = {d: {m: samples_by_record(rows, variables, m) for m in metrics} for d, rows in (baselines or {}).items()}
     return gates.evaluate(refs, samples, variables, options(info), earlier)
-
-
-def gate_line(g: Mapping[str, object]) -> str:
-    """One gate's verdict in words (significant.md, `perfsnake check`)."""
-    record = ", ".join(f"{k}={v}" for k, v in g.items() if k not in GATE_FIELDS) or "every record"
-    if g["kind"] == "absolute":
-        bounds = " and ".join(f"{k} {float(g[k]):.4g}" for k in ("lower", "upper") if g.get(k) not in (None, ""))  # type: ignore[arg-type]
-        detail = f"{g['statistic']} {float(g['value']):.4g}, CI [{float(g['ci_low']):.4g}, {float(g['ci_high']):.4g}] vs {bounds}"  # type: ignore[arg-type]
-    elif "difference" in g:
-        detail = (
-            f"{float(g['value']):.4g} vs baseline {g['baseline']} {float(g['baseline_mean']):.4g}: difference CI "  # type: ignore[arg-type]
-            f"[{float(g['ci_low']):.4g}, {float(g['ci_high']):.4g}], {g['better']} is better, "  # type: ignore[arg-type]
-            f"allowed regression {float(g['max_regression']):.1%}"  # type: ignore[arg-type]
-        )
-    else:
-        detail = f"baseline {g['baseline']}"
-    return f"gate {g['gate']}, {g['metric']} ({record}): {detail} ({g['reason']})"
-
-
-GATE_FIELDS = {
-    "gate", "metric", "kind", "statistic", "value", "ci_low", "ci_high", "lower", "upper", "verdict", "reason",
-    "baseline", "baseline_mean", "difference", "allowed_change", "max_regression", "better",
-}  # fmt: skip
 
 
 def analyse(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from perfsnake import floor as floor_stats
 from perfsnake import layout
-from perfsnake.stages.analysis import numeric_metrics, options, samples_by_record, write_csv
+from perfsnake.statistics.records import numeric_metrics, options, samples_by_record, write_csv
 
 FIRST = ["metric", "layouts", "runs", "mean", "floor", "floor_low", "floor_high"]
 

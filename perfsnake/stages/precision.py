@@ -52,7 +52,7 @@ def decide_round(
 def comparisons(c: Campaign) -> list[tuple[str, str, str]]:
     """(record a, record b, variable) of the records one variable apart that
     statistics.compare and baseline select: the pairs comparisons.csv has."""
-    from perfsnake.stages.analysis import pairs
+    from perfsnake.statistics.records import pairs
 
     stats = c.data["statistics"]
     keys = {tuple(value_text(r.values[v]) for v in c.variables): r.path for r in c.records}

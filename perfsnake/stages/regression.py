@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 
 from perfsnake.escape import value_text
-from perfsnake.stages.analysis import options, samples_by_record
 from perfsnake.stages.report import INK, SI_AXIS
 from perfsnake.statistics.changepoints import change_points
+from perfsnake.statistics.records import options, samples_by_record
 from perfsnake.statistics.summaries import summarise
 from perfsnake.statistics.tests import adjust, welch_on_subsessions
 

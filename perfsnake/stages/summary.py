@@ -154,7 +154,7 @@ def check_gates(index: CampaignIndex, inconclusive: str = "pass") -> int:
     """`perfsnake check`: every gate that did not pass, one line each; 1 when
     one failed (or was inconclusive, with inconclusive="fail"), 2 when a
     campaign with gates has not been analysed yet."""
-    from perfsnake.stages.analysis import gate_line
+    from perfsnake.gates import gate_line
 
     status, total = 0, 0
     for name, c in index.campaigns.items():
