@@ -1,4 +1,4 @@
-"""Benchmark (not a test): how often perfsnake.modes flags one group and finds two.
+"""Benchmark (not a test): how often perfsnake.statistics.modes flags one group and finds two.
 
 usage: .venv/bin/python bench/modes.py [--trials 1000] [--table]
 
@@ -23,7 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfsnake.modes import MIXTURE_95, flagged, mixture_ratio  # noqa: E402
+from perfsnake.statistics.modes import MIXTURE_95, flagged, mixture_ratio  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "modes.json"
 

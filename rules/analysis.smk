@@ -17,6 +17,7 @@ rule analyse:
             "statistics/intervals.py",
             "statistics/subsessions.py",
             "statistics/tests.py",
+            "statistics/modes.py",
             "gates.py",
             "floor.py",
         ),

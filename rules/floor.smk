@@ -2,13 +2,16 @@
 # times with a shuffled function order and run under environment padding
 # (campaign <name>__floor, never in the statistics); the spread across
 # builds is each record's noise floor, which marks the comparisons and gates
-# of the analysis (perfsnake.floor, perfsnake.stages.floor).
+# of the analysis (perfsnake.statistics.noise_floor, perfsnake.floor,
+# perfsnake.stages.floor).
 
 
 rule noise_floor:
     input:
         results="results/{campaign}__floor/results.json",
-        code=layout.package_code("floor.py", "stages/floor.py"),
+        code=layout.package_code(
+            "stages/floor.py", "statistics/noise_floor.py", "statistics/records.py"
+        ),
     output:
         "results/{campaign}/floor/noise_floor.csv",
     log:

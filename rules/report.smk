@@ -31,6 +31,7 @@ rule plot:
             "statistics/summaries.py",
             "statistics/intervals.py",
             "statistics/subsessions.py",
+            "statistics/modes.py",
         ),
     output:
         svg=report(
@@ -68,6 +69,7 @@ rule figure:
             "statistics/summaries.py",
             "statistics/intervals.py",
             "statistics/subsessions.py",
+            "statistics/modes.py",
         ),
     output:
         svg=report(

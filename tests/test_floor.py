@@ -19,6 +19,7 @@ from scipy import stats
 from perfsnake import floor
 from perfsnake.campaign import load_campaigns
 from perfsnake.errors import CampaignError
+from perfsnake.statistics.noise_floor import layout_floor
 
 
 def simulate(rng: np.random.Generator, layouts: int, runs: int, between: float, within: float) -> list[np.ndarray]:
@@ -30,7 +31,7 @@ def simulate(rng: np.random.Generator, layouts: int, runs: int, between: float, 
 def test_floor_recovers_a_known_layout_effect_and_its_interval_covers_it(layouts, runs, between):
     rng = np.random.default_rng(20090307)
     truth = stats.norm.ppf(0.975) * math.sqrt(2) * between / 100
-    found = [floor.layout_floor(simulate(rng, layouts, runs, between, 1.0)) for _ in range(600)]
+    found = [layout_floor(simulate(rng, layouts, runs, between, 1.0)) for _ in range(600)]
     estimates = np.array([f.floor for f in found])
     covered = np.mean([f.low <= truth <= f.high for f in found])
     # The square root of an unbiased variance estimate, truncated at zero, runs a little low.
@@ -41,7 +42,7 @@ def test_floor_recovers_a_known_layout_effect_and_its_interval_covers_it(layouts
 def test_floor_statistics_agree_with_scipy():
     rng = np.random.default_rng(7)
     groups = simulate(rng, 5, 4, 1.5, 1.0)
-    found = floor.layout_floor(groups)
+    found = layout_floor(groups)
     assert found.f_statistic == pytest.approx(stats.f_oneway(*groups).statistic, rel=1e-9)
     assert found.within_sd**2 == pytest.approx(np.mean([np.var(g, ddof=1) for g in groups]), rel=1e-9)
     assert found.layout_means == pytest.approx([g.mean() for g in groups])
@@ -49,17 +50,17 @@ def test_floor_statistics_agree_with_scipy():
 
 def test_no_layout_effect_gives_a_floor_near_zero_whose_interval_reaches_zero():
     rng = np.random.default_rng(11)
-    found = [floor.layout_floor(simulate(rng, 4, 3, 0.0, 1.0)) for _ in range(300)]
+    found = [layout_floor(simulate(rng, 4, 3, 0.0, 1.0)) for _ in range(300)]
     assert np.mean([f.low == 0 for f in found]) > 0.95
     assert np.median([f.floor for f in found]) < 0.02
 
 
 def test_a_deterministic_metric_has_an_exact_floor():
-    found = floor.layout_floor([[100.0, 100.0], [110.0, 110.0], [100.0, 100.0], [110.0, 110.0]])
+    found = layout_floor([[100.0, 100.0], [110.0, 110.0], [100.0, 100.0], [110.0, 110.0]])
     assert found.within_sd == 0 and math.isinf(found.f_statistic)
     assert found.floor == pytest.approx(stats.norm.ppf(0.975) * math.sqrt(2) * math.sqrt(100 / 3) / 105)
     assert found.low < found.floor < found.high
-    assert floor.layout_floor([[1.0, 2.0]]) is None
+    assert layout_floor([[1.0, 2.0]]) is None
 
 
 def test_within_needs_every_floor():

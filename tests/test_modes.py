@@ -1,4 +1,4 @@
-"""Two modes are not one result (perfsnake.modes): seeded mixtures with known truth."""
+"""Two modes are not one result (perfsnake.statistics.modes): seeded mixtures with known truth."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from helpers import snakemake, write_campaign
 
-from perfsnake import modes
-from perfsnake.modes import MIN_RUNS, critical_value, mixture_ratio, two_modes
 from perfsnake.results import read_csv
+from perfsnake.statistics import modes
+from perfsnake.statistics.modes import MIN_RUNS, critical_value, mixture_ratio, two_modes
 
 
 def flagged(draw, trials: int = 2000, seed: int = 1) -> float:

@@ -4,7 +4,7 @@ summary.csv: one row per record and metric (n, mean, median, std, cv, min,
 max, interval of the mean on subsession means, exact order-statistic
 interval of the median with its achieved level, lag-1 autocorrelation,
 subsession size, samples dropped as warm-up or cool-down, stability flags,
-the two modes when the runs fall into two groups: perfsnake.modes).
+the two modes when the runs fall into two groups: perfsnake.statistics.modes).
 
 comparisons.csv: Welch's test for every pair of records that differ in
 exactly one variable (or, with a baseline, each record against the record
@@ -23,7 +23,7 @@ import numpy as np
 
 from perfsnake import floor, gates, layout, why
 from perfsnake.escape import record_path, value_text
-from perfsnake.modes import two_modes
+from perfsnake.statistics.modes import two_modes
 from perfsnake.statistics.records import numeric_metrics, options, pairs, record_key, samples_by_record, write_csv
 from perfsnake.statistics.summaries import spread_flags, summarise, trend
 from perfsnake.statistics.tests import adjust, welch_on_subsessions

@@ -1,14 +1,14 @@
 """Noise floor stage (rules/floor.smk): each selected record's floor from
-the runs of its layout builds (perfsnake.floor; how they are built and run:
-stages.layouts)."""
+the runs of its layout builds (perfsnake.statistics.noise_floor; how they are
+built and run: stages.layouts)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
 
-from perfsnake import floor as floor_stats
 from perfsnake import layout
+from perfsnake.statistics.noise_floor import layout_floor
 from perfsnake.statistics.records import numeric_metrics, options, samples_by_record, write_csv
 
 FIRST = ["metric", "layouts", "runs", "mean", "floor", "floor_low", "floor_high"]
@@ -26,7 +26,7 @@ def floor_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[str
         for key in sorted(by_layout, key=lambda k: (k[:-1], int(k[-1]))):
             groups.setdefault(key[:-1], []).append(by_layout[key])
         for record, samples in groups.items():
-            found = floor_stats.layout_floor(samples, confidence)
+            found = layout_floor(samples, confidence)
             if found is None:
                 continue
             rows.append({

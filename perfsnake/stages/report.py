@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from perfsnake.escape import value_text
-from perfsnake.modes import two_modes
+from perfsnake.statistics.modes import two_modes
 from perfsnake.statistics.summaries import summarise as summarise_samples
 
 CONFIDENCE = 0.95
@@ -474,7 +474,7 @@ class Plot:
         return alt.Header(title=None, labelExpr=expr, labelFontSize=11, labelFontWeight="bold")
 
     def bimodal_groups(self) -> int:
-        """How many plotted records' runs fall into two groups (perfsnake.modes)."""
+        """How many plotted records' runs fall into two groups (perfsnake.statistics.modes)."""
         groups = self.frame.groupby(self.keys, dropna=False, sort=False)[VALUE]
         return sum(two_modes(values.to_numpy()) is not None for _, values in groups)
 

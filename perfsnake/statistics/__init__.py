@@ -8,6 +8,8 @@
 - tests: Welch's comparisons of two records and the one multiplicity
   adjustment every family of tests goes through;
 - changepoints: binary segmentation (ruptures) and the warm-up/cool-down cut;
+- modes: two groups of runs where one result would be reported;
+- noise_floor: the layout noise floor from variance components;
 - records: a campaign's results as samples per record, the pairs one
   variable apart, the statistics options and the tables written back.
 
