@@ -6,6 +6,7 @@ every value either runs or is refused in one line; nothing is written through
 a link a benchmark planted.
 """
 
+import errno
 import fcntl
 import json
 import os
@@ -14,6 +15,8 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -85,6 +88,40 @@ def cgroup_of(pid: int) -> str:
     )
 
 
+@contextmanager
+def frozen(pid: int) -> Iterator[None]:
+    """`pid` held still by the cgroup v2 freezer for the block. Not by SIGSTOP:
+    a launcher's process group is orphaned when its workflow dies, and the
+    kernel wakes an orphaned group's stopped members (SIGHUP, then SIGCONT)."""
+    mount = cgroup2_mount()
+    assert mount is not None
+    home = Path(mount + cgroup_of(pid))
+    hold = Path(mount) / f"perfsnake-test-hold-{pid}"
+    hold.mkdir()
+    try:
+        (hold / "cgroup.procs").write_text(str(pid))
+        (hold / "cgroup.freeze").write_text("1")
+        wait_for(
+            lambda: "frozen 1" in (hold / "cgroup.events").read_text().splitlines(), timeout=60.0, what="the freeze"
+        )
+        yield
+    finally:
+        (hold / "cgroup.freeze").write_text("0")
+        try:
+            (home / "cgroup.procs").write_text(str(pid))
+        except ProcessLookupError:
+            pass  # it ended meanwhile
+        deadline = time.monotonic() + 60
+        while True:  # an exiting process keeps its cgroup busy a moment
+            try:
+                hold.rmdir()
+                break
+            except OSError as exc:
+                if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+
 def pids_in(directory: Path, name: str) -> list[int]:
     return [int(p.read_text()) for p in directory.rglob(name) if p.read_text().strip()]
 
@@ -135,45 +172,143 @@ def test_self_detaching_daemon_hook_ends_with_its_run(tmp_path):
     assert teardown["stopped"] is True and teardown["containment"].startswith(expected_containment()), teardown
 
 
-def kill_session(sid: int) -> None:
-    """SIGKILL every process of a session at once (a container stop, `pkill -9 -s`)."""
+def session_members(sid: int) -> dict[int, tuple[str, int, int]]:
+    """The live processes of a session: pid -> (state, parent pid, process group)."""
+    members = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[3]) == sid:
-                os.kill(int(stat.parent.name), signal.SIGKILL)
-        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[3]) == sid and fields[0] not in "ZX":
+            members[int(stat.parent.name)] = (fields[0], int(fields[1]), int(fields[2]))
+    return members
+
+
+def kill_session(sid: int) -> None:
+    """SIGKILL every process of a session at once (a container stop, `pkill -9 -s`).
+
+    At once: killed one by one, a launcher could see its workflow die before
+    its own turn came and clean up as a live launcher does (the guardian
+    would have nothing to do). So every member is stopped first, then the
+    process groups are killed whole, the deepest first: the kernel wakes a
+    stopped group that loses the parent linking it to its session, and a
+    launcher woken so would still see its workflow die."""
+    deadline = time.monotonic() + 60
+    while True:  # until no member runs (a running one may have started another)
+        running = [pid for pid, (state, _, _) in session_members(sid).items() if state != "T"]
+        if not running:
+            break
+        assert time.monotonic() < deadline, f"session {sid} does not stop: {running}"
+        for pid in running:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+    members = session_members(sid)
+
+    def depth(pid: int) -> int:
+        return 1 + depth(members[pid][1]) if pid in members else 0
+
+    groups: dict[int, int] = {}  # process group -> depth of its shallowest member
+    for pid, (_, _, group) in members.items():
+        groups[group] = min(groups.get(group, depth(pid)), depth(pid))
+    for group in sorted(groups, key=groups.__getitem__, reverse=True):
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
             pass
 
 
+def end_leftovers(pids: list[int], within: float = 60.0) -> None:
+    """After a failure: what is still alive of a test's own processes after `within` seconds is killed."""
+    deadline = time.monotonic() + within
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in pids:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def heartbeat(name: str) -> str:
+    """Shell: append the time to `name` every 20 ms, forever: the last line is when the writer was last alive."""
+    return f"while :; do date +%s.%N >> {name}; sleep 0.02; done"
+
+
+def last_beat(directory: Path) -> float:
+    return max(float(line) for f in directory.rglob("*.alive") for line in f.read_text().split()
+               if re.fullmatch(r"\d+\.\d+", line))  # fmt: skip
+
+
+@pytest.mark.skipif(
+    not os.access(cgroup2_mount() or "/nonexistent", os.W_OK),
+    reason="holds the killed run's launcher with the cgroup v2 freezer: needs a writable cgroup v2",
+)
 @pytest.mark.parametrize("target", ["process group", "pid", "session"])
 def test_killed_workflow_takes_its_benchmark_and_resume_never_overlaps(tmp_path, target):
-    # Each run records its benchmark's pid and that of a detached grandchild, then sleeps.
-    command = "echo $$ > bench.pid; setsid sh -c 'echo $$ > gc.pid; exec sleep 60' & sleep 3; echo value={x}"
-    camp = write_campaign(tmp_path, campaign(command=command, variables={"x": [1, 2, 3]}))
+    # The first attempt's benchmark and a grandchild it detached into a
+    # session of its own never end by themselves (each writes a heartbeat
+    # until it is killed); the resume's attempts only print their value. A
+    # pre-run hook records when each run of the resume began (under the host
+    # lock, before its launcher could clear anything itself).
+    resumed = tmp_path / "resumed"
+    command = (f"if [ -e {resumed} ]; then echo value={{x}}; exit 0; fi; "
+               f"setsid sh -c 'echo $$ > gc.pid; {heartbeat('gc.alive')}' & echo $$ > bench.pid; {heartbeat('bench.alive')}")  # fmt: skip
+    clock = {"type": "command", "name": "clock", "command": "date +%s.%N", "metrics": {"t": r"^(\d+\.\d+)$"}}
+    camp = write_campaign(tmp_path, campaign(command=command, variables={"x": [1, 2, 3]}, pre_run_hooks=[clock]))
     proc = subprocess.Popen(snakemake_argv(camp, "--cores", "1", "all"), cwd=tmp_path, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     runs = tmp_path / "results/c/runs"
-    wait_for(lambda: runs.exists() and len(pids_in(runs, "gc.pid")) >= 1, what="a running benchmark", proc=proc)
-    first = pids_in(runs, "bench.pid") + pids_in(runs, "gc.pid")
-    # What a shell's job control, `timeout -s KILL` or a CI runner does.
-    if target == "process group":
-        os.killpg(proc.pid, signal.SIGKILL)
-    elif target == "session":
-        # The launcher dies too; its guardian (a session of its own) ends
-        # what the benchmark detached, before any resume.
-        kill_session(proc.pid)
-    else:
-        os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    wait_for(lambda: not any(alive(p) for p in first), timeout=10.0, what="the first attempt's processes to end")
-    # The documented resume.
-    snakemake(tmp_path, camp, "--unlock", "all")
-    snakemake(tmp_path, camp, "--cores", "1", "all", "--rerun-incomplete")
+    wait_for(lambda: runs.exists() and pids_in(runs, "bench.pid") and pids_in(runs, "gc.pid"), what="a running benchmark", proc=proc)  # fmt: skip
+    (bench,), (grandchild,) = pids_in(runs, "bench.pid"), pids_in(runs, "gc.pid")
+    run_dir = next(runs.rglob("bench.pid")).parent
+    state = dict(line.split(" ", 1) for line in (run_dir / ".psrun.state").read_text().splitlines())
+    # Who holds the host lock for the run once the workflow is dead: its
+    # launcher, or, when the launcher dies too, the launcher's guardian (a
+    # session of its own). It is held still until the resume waits: the
+    # moment it clears the leftovers (milliseconds, in practice) is held
+    # open, so that the resume certainly starts beside them.
+    holder = int(state["guardian"] if target == "session" else state["pid"])
+    resume = None
+    try:
+        with frozen(holder):
+            # What a shell's job control, `timeout -s KILL` or a CI runner does.
+            if target == "process group":
+                os.killpg(proc.pid, signal.SIGKILL)
+            elif target == "session":
+                kill_session(proc.pid)  # the launcher and the benchmark, not what left the session
+            else:
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            leftovers = [grandchild] if target == "session" else [bench, grandchild]
+            resumed.touch()
+            # The documented resume.
+            snakemake(tmp_path, camp, "--unlock", "all")
+            log = tmp_path / "resume.log"
+            with log.open("w") as err:
+                resume = subprocess.Popen(snakemake_argv(camp, "--cores", "1", "all", "--rerun-incomplete"),
+                                          cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
+            wait_for(lambda: "[perfsnake] waiting for" in log.read_text(), what="the resume to wait", proc=resume)
+            assert all(alive(p) for p in leftovers)  # the resume met the leftovers
+    except BaseException:
+        # Nothing of this test outlives it: the workflows, and the leftovers once their holder had its chance.
+        for p in (proc, resume):
+            if p is not None and p.poll() is None:
+                p.kill()
+        end_leftovers([bench, grandchild])
+        raise
+    assert resume.wait(timeout=600) == 0, log.read_text()[-3000:]
+    assert not any(alive(p) for p in (bench, grandchild))
+    # Every run of the resume began after the last leftover's last sign of life.
+    ended = last_beat(runs)
+    results = [json.loads(p.read_text()) for p in runs.rglob("result.json")]
+    assert len(results) == 3
+    for result in results:
+        assert float(result["metrics"]["hook.clock.t"]) > ended, (result["metrics"], ended)
     spans = [(s["start_epoch"], s["end_epoch"]) for s in statuses(tmp_path, "c").values()]
-    assert len(spans) == 3
+    assert len(spans) == 3 and min(start for start, _ in spans) > ended
     no_overlap(spans)
-    assert not any(alive(p) for p in pids_in(runs, "gc.pid"))
 
 
 @pytest.mark.skipif(shutil.which("bpftrace") is None, reason="needs bpftrace")
