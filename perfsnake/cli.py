@@ -11,6 +11,10 @@
     perfsnake compare PACKED.csv NEW.csv       a re-run's summary.csv against a packed one
     perfsnake artifact [--config ...] [--output FILE.zip] [--allow-failed]
                                                pack a finished campaign as a reproducible artifact
+    perfsnake history import|export|show|publish ...
+                                               the results store: every invocation's runs over time
+    perfsnake tune [--show | --reset] [--governor NAME --turbo on|off --aslr on|off --cpus LIST ...]
+                                               set this machine up for steady runs (root), show it, put it back
     perfsnake import TOOL FILE... --campaign NAME [--no-run]
                                                hyperfine, Google Benchmark, Criterion or pyperf results
                                                as a campaign (written to config/campaigns/NAME.yaml, then made)
@@ -105,6 +109,12 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--output", metavar="FILE.yaml", type=Path, help="default: config/campaigns/NAME.yaml")
     imp.add_argument("--force", action="store_true", help="replace an existing campaign file")
     imp.add_argument("--no-run", action="store_true", help="only write the campaign file")
+    from perfsnake.history.cli import add_parser as add_history
+
+    add_history(sub)
+    from perfsnake.machine.tune import add_parser as add_tune
+
+    add_tune(sub)
     art = sub.add_parser("artifact", help="pack a finished campaign (zip: campaign, config, workflow, results, report)")
     config_option(art)
     art.add_argument(
@@ -126,6 +136,14 @@ def main(argv: list[str] | None = None) -> int:
             for c in load_campaigns(args.files):
                 print(f"{c.origin}: ok ({len(c.records)} records x {c.nb_runs} runs)")
             return 0
+        if args.command == "history":
+            from perfsnake.history.cli import main as history_main
+
+            return history_main(args)
+        if args.command == "tune":
+            from perfsnake.machine.tune import main as tune_main
+
+            return tune_main(args)
         if args.command == "capabilities":
             from perfsnake.machine import capabilities
 

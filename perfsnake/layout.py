@@ -119,6 +119,11 @@ def rows_json(campaign: str) -> str:
     return f"{RESULTS}/{campaign}/{campaign}.json"
 
 
+def history_record(campaign: str) -> str:
+    """What the history rule recorded of the campaign (perfsnake.stages.history)."""
+    return f"{RESULTS}/{campaign}/history.json"
+
+
 def commands(campaign: str) -> str:
     return f"{RESULTS}/{campaign}/commands.sh"
 

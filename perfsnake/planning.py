@@ -112,6 +112,8 @@ class CampaignIndex:
             return []  # its runs are asked for by the pairs the statistics pick (rules/why.smk)
         targets = [layout.csv(name), layout.rows_json(name), layout.commands(name)]
         targets += [layout.summary(name), layout.comparisons(name), layout.significant(name), layout.gates(name)]
+        if not c.imported:
+            targets.append(layout.history_record(name))
         if self.controls(name):
             targets.append(layout.overhead(name))
         if c.compare_with:

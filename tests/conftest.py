@@ -11,6 +11,10 @@ import tempfile  # noqa: E402
 os.environ.setdefault(
     "PERFSNAKE_HOST_LOCK", os.path.join(tempfile.mkdtemp(prefix="perfsnake-test-lock-"), "bench.lock")
 )
+# The results store of this test session: never the user's own history.
+os.environ.setdefault(
+    "PERFSNAKE_HISTORY", "sqlite:///" + os.path.join(tempfile.mkdtemp(prefix="perfsnake-test-history-"), "history.sqlite")
+)
 
 
 # CI's rule (PERFSNAKE_NO_SKIP=1, set by .ci/run): a test may skip only for

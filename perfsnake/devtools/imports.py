@@ -28,7 +28,6 @@ LAYERS: dict[str, int] = {
     "perfsnake.schema": 1,
     "perfsnake.machine": 1,
     "perfsnake.statistics": 1,  # every estimator and test (numpy, scipy, ruptures)
-    "perfsnake.modes": 1,
     "perfsnake.importers": 1,  # other tools' files, parsed
     "perfsnake.precision": 2,
     "perfsnake.floor": 2,
@@ -54,6 +53,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.stages": 6,
     "perfsnake.artifact": 7,
     "perfsnake.compare": 7,
+    "perfsnake.history": 7,  # the results store, its views (the regression view's step finder) and the history rule
     "perfsnake.importers.command": 7,  # `perfsnake import`: writes a campaign, runs the workflow
     "perfsnake.cli": 8,
     "perfsnake.__main__": 9,

@@ -20,6 +20,8 @@ PACKAGES=(
   bpftrace
   # Layout noise floor (issue 22): lld shuffles a build's function order.
   lld
+  # The history dashboard's tests load it in a real browser (selenium drives it).
+  chromium chromium-driver
 )
 # Platforms beyond this machine (issue 7): an sshd for the ssh platform's
 # tests, podman with runc and debootstrap for the container platform, a

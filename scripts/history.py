@@ -1,0 +1,18 @@
+"""Snakemake entry point of the history rule (logic in perfsnake.history.record)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
+
+from perfsnake.history.record import record  # noqa: E402
+from perfsnake.scripting import logged  # noqa: E402
+
+sm = snakemake  # noqa: F821
+
+
+def main() -> None:
+    record(Path(sm.input.rows).parent, sm.params.store, bool(sm.params.strict), Path(sm.output[0]))
+
+
+logged(sm.log[0], main)
