@@ -48,18 +48,48 @@ def microcode() -> str | None:
     return None
 
 
+#: The files of the facts `perfsnake tune` also sets (perfsnake.machine.tune).
+CPU_DIR = "/sys/devices/system/cpu"
+SMT_CONTROL = f"{CPU_DIR}/smt/control"
+ASLR = "/proc/sys/kernel/randomize_va_space"
+PERF_SAMPLE_RATE = "/proc/sys/kernel/perf_event_max_sample_rate"
+THP = "/sys/kernel/mm/transparent_hugepage/enabled"
+IRQ_DIR = "/proc/irq"
+
+
+def turbo_files() -> list[tuple[str, str]]:
+    """The files that switch frequency boost, each with the value meaning
+    "boost off": intel_pstate's no_turbo, else cpufreq's global boost, else
+    its per-policy boost (amd-pstate, acpi-cpufreq), else the older AMD
+    per-CPU cpb. Only the first kind present counts: the global switch
+    already governs the per-policy ones."""
+    no_turbo = f"{CPU_DIR}/intel_pstate/no_turbo"
+    if Path(no_turbo).is_file():
+        return [(no_turbo, "1")]
+    boost = f"{CPU_DIR}/cpufreq/boost"
+    if Path(boost).is_file():
+        return [(boost, "0")]
+    policies = sorted(str(p) for p in Path(CPU_DIR).glob("cpufreq/policy*/boost"))
+    if policies:
+        return [(p, "0") for p in policies]
+    return [(p, "0") for c in online_cpus() if Path(p := f"{CPU_DIR}/cpu{c}/cpufreq/cpb").is_file()]
+
+
 def turbo() -> str | None:
     """Frequency boost: on, off, or None where the kernel does not say (a VM)."""
-    no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
-    if no_turbo is not None:
-        return "off" if no_turbo == "1" else "on"
-    boost = _read("/sys/devices/system/cpu/cpufreq/boost")
-    return None if boost is None else ("on" if boost == "1" else "off")
+    states = [_read(path) == off for path, off in turbo_files()]
+    if not states:
+        return None
+    return "off" if all(states) else "on"
 
 
 def transparent_hugepages() -> str | None:
     """The selected mode of `always [madvise] never`."""
-    text = _read("/sys/kernel/mm/transparent_hugepage/enabled") or ""
+    return selected(_read(THP) or "")
+
+
+def selected(text: str) -> str | None:
+    """The bracketed choice of a sysfs list such as `always [madvise] never`."""
     start, end = text.find("["), text.find("]")
     return text[start + 1 : end] if 0 <= start < end else None
 
@@ -83,12 +113,75 @@ def os_release() -> str | None:
     return None
 
 
+def smt_state() -> tuple[str | None, str | None]:
+    """SMT's control (on, off, forceoff, notsupported, notimplemented) and
+    whether sibling threads are active ("1"/"0"); None where the kernel has no
+    SMT control."""
+    return _read(SMT_CONTROL), _read(f"{CPU_DIR}/smt/active")
+
+
 def smt() -> str | None:
-    control = _read("/sys/devices/system/cpu/smt/control")
-    active = _read("/sys/devices/system/cpu/smt/active")
+    control, active = smt_state()
     if control is None:
         return None
     return f"{control} (active={active})"
+
+
+def randomize_va_space() -> int | None:
+    """ASLR: 0 off, 1 stack and libraries, 2 also the heap (the default)."""
+    text = _read(ASLR)
+    return int(text) if text and text.isdigit() else None
+
+
+def aslr() -> str | None:
+    value = randomize_va_space()
+    return None if value is None else f"{'off' if value == 0 else 'on'} (randomize_va_space={value})"
+
+
+def perf_sample_rate() -> int | None:
+    """kernel.perf_event_max_sample_rate (the kernel lowers it by itself when
+    sampling interrupts take too long)."""
+    text = _read(PERF_SAMPLE_RATE)
+    return int(text) if text and text.isdigit() else None
+
+
+def isolated_cpus() -> list[int]:
+    """CPUs taken from the scheduler's balancing (isolcpus= at boot)."""
+    return parse_cpu_list(_read(f"{CPU_DIR}/isolated") or "")
+
+
+def nohz_full_cpus() -> list[int]:
+    """CPUs without the scheduler tick when they run one task (nohz_full= at
+    boot); the file exists only in kernels built with NO_HZ_FULL."""
+    return parse_cpu_list(_read(f"{CPU_DIR}/nohz_full") or "")
+
+
+def rcu_nocbs_cpus() -> list[int]:
+    """CPUs whose RCU callbacks run elsewhere: only the kernel command line says."""
+    for word in (_read("/proc/cmdline") or "").split():
+        if word.startswith("rcu_nocbs="):
+            try:
+                return parse_cpu_list(word.split("=", 1)[1])
+            except ValueError:  # "all" and other forms this parser does not read
+                return list(online_cpus())
+    return []
+
+
+def irqs() -> list[tuple[int, str, str]]:
+    """Every IRQ with a settable affinity: its number, what it serves (the
+    names of its handlers, to recognise it after a reboot) and the CPUs it
+    may run on (smp_affinity_list)."""
+    out = []
+    for entry in Path(IRQ_DIR).glob("[0-9]*"):
+        affinity = _read(f"{entry}/smp_affinity_list")
+        if affinity is None:
+            continue
+        try:
+            names = ",".join(sorted(p.name for p in entry.iterdir() if p.is_dir()))
+        except OSError:
+            names = ""
+        out.append((int(entry.name), names, affinity))
+    return sorted(out)
 
 
 def numa_nodes() -> int | None:
@@ -104,12 +197,18 @@ def mem_total() -> str | None:
     return None
 
 
+def governor_files() -> dict[int, str]:
+    """Online CPU -> its cpufreq governor file (none on a machine without cpufreq)."""
+    files = {c: f"{CPU_DIR}/cpu{c}/cpufreq/scaling_governor" for c in online_cpus()}
+    return {c: f for c, f in files.items() if Path(f).is_file()}
+
+
+def governor_by_cpu() -> dict[int, str]:
+    return {c: g for c, f in governor_files().items() if (g := _read(f))}
+
+
 def governors() -> str | None:
-    seen = set()
-    for cpu in online_cpus():
-        gov = _read(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")
-        if gov:
-            seen.add(gov)
+    seen = set(governor_by_cpu().values())
     return ",".join(sorted(seen)) if seen else "unavailable (no cpufreq)"
 
 
@@ -146,6 +245,10 @@ def host_metadata() -> dict[str, object]:
         "microcode": microcode(),
         "turbo": turbo(),
         "transparent_hugepages": transparent_hugepages(),
+        # what `perfsnake tune` sets and a campaign's `requires:` asks for
+        "aslr": aslr(),
+        "perf_event_max_sample_rate": perf_sample_rate(),
+        "isolated_cpus": ",".join(map(str, isolated_cpus())) or "none",
         "mitigations": mitigations(),
         # load of the other processes when the campaign was aggregated; each run's own is in machine.*
         "load_average": " ".join((_read("/proc/loadavg") or "").split()[:3]) or None,
