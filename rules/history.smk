@@ -7,7 +7,14 @@ rule history:
         rows="results/{campaign}/{campaign}.json",
         info="results/{campaign}/campaign.json",
     output:
-        "results/{campaign}/history.json",
+        record="results/{campaign}/history.json",
+        page=report(
+            "results/{campaign}/report/history.html",
+            caption="../workflow/report/history.rst",
+            category="{campaign}",
+            subcategory="history",
+            labels={"page": "history"},
+        ),
     log:
         "results/{campaign}/logs/history.log",
     # Short, and the store may be a file on the submit host: never a cluster job.

@@ -12,7 +12,13 @@ sm = snakemake  # noqa: F821
 
 
 def main() -> None:
-    record(Path(sm.input.rows).parent, sm.params.store, bool(sm.params.strict), Path(sm.output[0]))
+    record(
+        Path(sm.input.rows).parent,
+        sm.params.store,
+        bool(sm.params.strict),
+        Path(sm.output.record),
+        Path(sm.output.page),
+    )
 
 
 logged(sm.log[0], main)

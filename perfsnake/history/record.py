@@ -8,6 +8,7 @@ the invocation.
 
 from __future__ import annotations
 
+import html
 import json
 import sys
 from pathlib import Path
@@ -17,8 +18,9 @@ from perfsnake.history.sources import SourceError
 from perfsnake.history.store import default_url, describe
 
 
-def record(campaign_dir: Path, url: str | None, strict: bool, out: Path) -> dict[str, object]:
-    """Record the campaign's runs; `out` says what happened (the rule's output)."""
+def record(campaign_dir: Path, url: str | None, strict: bool, out: Path, page: Path | None = None) -> dict[str, object]:
+    """Record the campaign's runs; `out` says what happened (the rule's
+    output), `page` shows the campaign's history (the report's page)."""
     url = url or default_url()
     if url == "off":
         outcome: dict[str, object] = {"recorded": False, "reason": "history is off"}
@@ -35,4 +37,33 @@ def record(campaign_dir: Path, url: str | None, strict: bool, out: Path) -> dict
             if strict:
                 raise
     out.write_text(json.dumps({"store": describe(url), **outcome}, indent=1) + "\n")
+    if page is not None:
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(history_page(campaign_dir.name, url, outcome))
     return outcome
+
+
+def history_page(campaign: str, url: str, outcome: dict[str, object]) -> str:
+    """The report's history page: the recent past on this machine, or why there is none."""
+    title = f"{campaign}: history"
+    parts = [f"<h1>{html.escape(title)}</h1>"]
+    if not outcome.get("recorded"):
+        parts.append(f"<p>Not recorded in the results store: {html.escape(str(outcome.get('reason')))}.</p>")
+    else:
+        try:
+            from perfsnake.history import views
+            from perfsnake.history.store import Store
+
+            frame = Store.open(url, create=False).frame(campaign)
+            metric = (views.metrics_of(frame) or ["wall_s"])[0]
+            parts.append(f"<p>Store {html.escape(describe(url))}; metric {html.escape(metric)}.</p>")
+            parts.append(f"<pre>{html.escape(views.show(frame, campaign, metric))}</pre>")
+            chart = views.figure(frame, metric)
+            if chart is not None:
+                import vl_convert
+
+                parts.append(vl_convert.vegalite_to_svg(chart.to_json()))
+        except (StoreError, OSError, ValueError) as exc:
+            parts.append(f"<p>The store could not be read: {html.escape(str(exc))}.</p>")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
+            f"<body style='font-family: sans-serif'>{''.join(parts)}</body></html>\n")  # fmt: skip

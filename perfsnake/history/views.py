@@ -154,7 +154,7 @@ def figure(frame: pd.DataFrame, metric: str, by: str = "when") -> Any:
     if data.empty:
         return None
     x = (
-        alt.X("when:T", title="invocation (UTC)")
+        alt.X("when:T", title="invocation (UTC)", scale=alt.Scale(padding=16))
         if by == "when"
         else alt.X("version:N", sort=list(dict.fromkeys(data.sort_values("when")["version"])), title="version")
     )
@@ -163,7 +163,7 @@ def figure(frame: pd.DataFrame, metric: str, by: str = "when") -> Any:
     line = base.mark_line(point=True).encode(
         y=alt.Y("mean:Q", title=metric, scale=alt.Scale(zero=False)), tooltip=tooltip
     )
-    bars = base.mark_errorbar().encode(y="low:Q", y2="high:Q")
+    bars = base.mark_errorbar().encode(y=alt.Y("low:Q", title=metric), y2="high:Q")
     steps = (
         base.mark_rule(color="#d62728", strokeDash=[4, 3])
         .encode(color=alt.value("#d62728"))
@@ -175,5 +175,6 @@ def figure(frame: pd.DataFrame, metric: str, by: str = "when") -> Any:
         alt.layer(bars, line, steps, data=data)
         .properties(width=520, height=180)
         .facet(row=alt.Row("record:N", title=None))
+        .resolve_scale(y="independent")
         .properties(title=f"{metric} over {'time' if by == 'when' else 'versions'}")
     )
