@@ -1,5 +1,5 @@
 """Benchmark (not a test): error rates and runs saved by the sequential design
-(perfsnake.sequential) on seeded simulations with known truth.
+(perfsnake.statistics.decide) on seeded simulations with known truth.
 
 usage: .venv/bin/python bench/sequential.py [--reps 4000] [--quick] [--power 0.8 0.9 0.95]
        .venv/bin/python bench/sequential.py --calibrate [--variance ar1] [--power 0.9] [--reps 20000]
@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfsnake.sequential import ALPHA, OUTCOMES, POWERS, Spec, n_fixed_factor, simulate  # noqa: E402
+from perfsnake.statistics.decide import ALPHA, OUTCOMES, POWERS, Spec, n_fixed_factor, simulate  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "sequential.json"
 MEAN, MIN_EFFECT, PHI = 100.0, 0.02, 0.7
@@ -108,7 +108,7 @@ def calibrate(variance: str, power: float, reps: int, seed: int) -> None:
                 worst[which] = max(worst[which], points[-1])
             print(f"{variance} power {power} {model} mu1={mu1}: C_d {points[0]:.3f}  C_e {points[1]:.3f}", flush=True)
     print(f"{variance} power {power} largest: C_d {worst[0]:.3f}  C_e {worst[1]:.3f} "
-          "(perfsnake.sequential.CONSTANTS rounds them up)", flush=True)  # fmt: skip
+          "(perfsnake.statistics.decide.CONSTANTS rounds them up)", flush=True)  # fmt: skip
 
 
 def main() -> None:

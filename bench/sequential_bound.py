@@ -1,5 +1,5 @@
 """Benchmark (not a test): the fewest runs any sequential design could use, by
-dynamic programming, to set perfsnake.sequential's savings against.
+dynamic programming, to set perfsnake.statistics.decide's savings against.
 
 usage: .venv/bin/python bench/sequential_bound.py [--mu1 0.3] [--power 0.8]
 
@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perfsnake.sequential import n_fixed_factor  # noqa: E402
+from perfsnake.statistics.decide import n_fixed_factor  # noqa: E402
 
 
 def solve(mu: float, prices: tuple[float, float, float, float], longest: int) -> dict[float, tuple[float, ...]]:

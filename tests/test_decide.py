@@ -1,4 +1,4 @@
-"""Decided in the fewest runs (statistics.decide, perfsnake.sequential):
+"""Decided in the fewest runs (statistics.decide, perfsnake.statistics.decide):
 the design on seeded simulations with known truth, its one-look form against
 the vectorised one, the campaign key's errors, and a real campaign."""
 
@@ -12,10 +12,10 @@ import pytest
 import yaml
 from helpers import jobs_run, snakemake, write_campaign
 
-from perfsnake import sequential
 from perfsnake.campaign import load_campaign
 from perfsnake.errors import CampaignError
 from perfsnake.stages import precision
+from perfsnake.statistics import decide
 
 
 def paired_runs(rng, rows: int, n: int, truth: float, mu1: float, effect: float = 0.02):
@@ -42,21 +42,21 @@ def drifting_runs(rng, rows: int, n: int, truth: float, mu1: float, phi: float =
     return 100 + sides[0], 100 + truth * 2 + sides[1]
 
 
-@pytest.mark.parametrize(("power", "variance"), [(p, "iid") for p in sequential.POWERS] + [(0.8, "ar1"), (0.95, "ar1")])
+@pytest.mark.parametrize(("power", "variance"), [(p, "iid") for p in decide.POWERS] + [(0.8, "ar1"), (0.95, "ar1")])
 def test_one_look_at_a_time_agrees_with_the_vectorised_design(power, variance):
     rng = np.random.default_rng(11)
-    spec = sequential.Spec(0.02, variance, power)
+    spec = decide.Spec(0.02, variance, power)
     for truth in (0.0, 1.0):
         a, b = paired_runs(rng, 40, 200, truth, 0.45)
         reference = np.cumsum(a, axis=1) / np.arange(1, 201)
-        outcomes, used = sequential.simulate(b - a, reference, spec)
+        outcomes, used = decide.simulate(b - a, reference, spec)
         for row in range(40):
             look, found = -1, (3, 200)
             for n in range(1, 201):
-                dec = sequential.decide(b[row, :n] - a[row, :n], reference[row, n - 1], spec, look)
+                dec = decide.decide(b[row, :n] - a[row, :n], reference[row, n - 1], spec, look)
                 look = dec.look
                 if dec.outcome != "continue":
-                    found = (sequential.OUTCOMES.index(dec.outcome), n)
+                    found = (decide.OUTCOMES.index(dec.outcome), n)
                     break
             assert found == (outcomes[row], used[row])
 
@@ -66,14 +66,14 @@ def test_error_rates_and_runs_on_seeded_simulations(mu1):
     # 1,500 seeded paths per truth: a 5 % rate has a standard error of 0.56 %;
     # the bound is 5 % plus 3 of them. The full table: bench/sequential.py.
     rng = np.random.default_rng(20261125)
-    spec = sequential.Spec(0.02)
-    fixed = sequential.n_fixed_factor() / mu1**2
+    spec = decide.Spec(0.02)
+    fixed = decide.n_fixed_factor() / mu1**2
     rates = {}
     for truth in (0.0, 1.0):
         a, b = paired_runs(rng, 1500, int(3.5 * fixed) + 20, truth, mu1)
-        outcome, used = sequential.simulate(b - a, np.cumsum(a, axis=1) / np.arange(1, a.shape[1] + 1), spec)
+        outcome, used = decide.simulate(b - a, np.cumsum(a, axis=1) / np.arange(1, a.shape[1] + 1), spec)
         rates[truth] = (
-            {o: float(np.mean(outcome == i)) for i, o in enumerate(sequential.OUTCOMES)},
+            {o: float(np.mean(outcome == i)) for i, o in enumerate(decide.OUTCOMES)},
             used.mean() / fixed,
         )
     (null, null_ratio), (real, real_ratio) = rates[0.0], rates[1.0]
@@ -88,12 +88,12 @@ def test_the_higher_powers_hold_alpha_and_their_power_on_seeded_simulations(powe
     # As above at m / sigma 0.45 (the shortest paths) with each higher power's
     # own constants and shape; the bound on the power is 3 standard errors below it.
     rng = np.random.default_rng(20261126)
-    spec = sequential.Spec(0.02, power=power)
-    fixed = sequential.n_fixed_factor(power=power) / 0.45**2
+    spec = decide.Spec(0.02, power=power)
+    fixed = decide.n_fixed_factor(power=power) / 0.45**2
     rates = {}
     for truth in (0.0, 1.0):
         a, b = paired_runs(rng, 1500, int(2.5 * spec.shape[0] * fixed) + 20, truth, 0.45)
-        outcome, used = sequential.simulate(b - a, np.cumsum(a, axis=1) / np.arange(1, a.shape[1] + 1), spec)
+        outcome, used = decide.simulate(b - a, np.cumsum(a, axis=1) / np.arange(1, a.shape[1] + 1), spec)
         rates[truth] = np.bincount(outcome, minlength=4) / len(outcome), used.mean() / fixed
     (null, null_ratio), (real, real_ratio) = rates[0.0], rates[1.0]
     assert null[0] <= 0.067 and real[1] <= 0.067  # false "different", false "equivalent"
@@ -109,19 +109,19 @@ def test_runs_that_drift_on_their_own_need_the_ar1_estimate():
     rng = np.random.default_rng(20261127)
     a, b = drifting_runs(rng, 1000, 700, 0.0, 0.3)
     reference = np.cumsum(a, axis=1) / np.arange(1, 701)
-    wrong = {v: float(np.mean(sequential.simulate(b - a, reference, sequential.Spec(0.02, v))[0] == 0))
+    wrong = {v: float(np.mean(decide.simulate(b - a, reference, decide.Spec(0.02, v))[0] == 0))
              for v in ("iid", "ar1")}  # fmt: skip
     assert wrong["iid"] > 0.2 and wrong["ar1"] <= 0.075
-    assert sequential.Spec(0.02, "ar1").first_look == 40
+    assert decide.Spec(0.02, "ar1").first_look == 40
 
 
-@pytest.mark.parametrize("power", sequential.POWERS)
+@pytest.mark.parametrize("power", decide.POWERS)
 def test_the_fixed_design_is_the_larger_of_the_tost_and_the_two_sided_test(power):
     from scipy.stats import norm
 
     tost = (norm.ppf(0.95) + norm.ppf((1 + power) / 2)) ** 2
     two_sided = (norm.ppf(0.975) + norm.ppf(power)) ** 2
-    factor = sequential.n_fixed_factor(power=power)
+    factor = decide.n_fixed_factor(power=power)
     assert factor == pytest.approx(max(tost, two_sided), rel=1e-12)
     assert factor == pytest.approx({0.8: 8.564, 0.9: 10.822, 0.95: 12.995}[power], abs=1e-3)
 
@@ -129,16 +129,16 @@ def test_the_fixed_design_is_the_larger_of_the_tost_and_the_two_sided_test(power
 def test_differences_that_do_not_vary_are_decided_at_once():
     # A deterministic metric (a count, identical builds): no variance, so the
     # information is complete at the first look.
-    assert sequential.decide(np.zeros(20), 1.0, sequential.Spec(0.02)).outcome == "equivalent"
-    assert sequential.decide(np.full(20, 0.5), 1.0, sequential.Spec(0.02)).outcome == "different"
+    assert decide.decide(np.zeros(20), 1.0, decide.Spec(0.02)).outcome == "equivalent"
+    assert decide.decide(np.full(20, 0.5), 1.0, decide.Spec(0.02)).outcome == "different"
 
 
 def test_a_power_without_a_design_is_refused():
     with pytest.raises(ValueError, match="no design"):
-        sequential.Spec(0.02, power=0.85)
+        decide.Spec(0.02, power=0.85)
 
 
-def campaign(tmp_path, decide: dict, **more) -> dict:
+def campaign(tmp_path, settings: dict, **more) -> dict:
     counter = tmp_path / "counter"
     # Seeded noise of 4 % per run (a sum of 12 uniforms); c is 20 % slower.
     command = (f"n=$(cat {counter} 2>/dev/null || echo 0); echo $((n + 1)) > {counter}; "
@@ -149,12 +149,12 @@ def campaign(tmp_path, decide: dict, **more) -> dict:
         "name": "d",
         "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=([0-9.]+)"}},
         "variables": {"variant": ["a", "b", "c"]},
-        "statistics": {"decide": decide},
+        "statistics": {"decide": settings},
         **more,
     }
 
 
-@pytest.mark.parametrize(("decide", "more", "key", "problem"), [
+@pytest.mark.parametrize(("settings", "more", "key", "problem"), [
     ({"min_effect": "2%", "alpha": 0.01}, {}, "statistics.decide.alpha", "calibrated for 0.05 only"),
     ({"min_effect": "2%", "power": 0.85}, {}, "statistics.decide.power", "calibrated for 0.8, 0.9, 0.95 only"),
     ({"min_effect": "150%"}, {}, "statistics.decide.min_effect", "not between 0 and 100 %"),
@@ -163,9 +163,9 @@ def campaign(tmp_path, decide: dict, **more) -> dict:
     ({"min_effect": "2%", "max_runs": 10}, {}, "statistics.decide.max_runs", "below the design's first look (15 runs)"),
     ({"min_effect": "2%"}, {"order": "grouped"}, "order", "so it needs interleaved"),
 ])  # fmt: skip
-def test_bad_decide_settings_are_refused_in_one_line(tmp_path, decide, more, key, problem):
+def test_bad_decide_settings_are_refused_in_one_line(tmp_path, settings, more, key, problem):
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(campaign(tmp_path, decide, **more)))
+    path.write_text(yaml.safe_dump(campaign(tmp_path, settings, **more)))
     with pytest.raises(CampaignError) as err:
         load_campaign(path)
     assert err.value.key == key and problem in err.value.problem and "\n" not in str(err.value)
@@ -202,11 +202,11 @@ def test_a_campaign_runs_until_each_comparison_is_decided(tmp_path, power):
         sorted((tmp_path / "results/d/precision").glob("round-*.json"), key=lambda p: int(p.stem[6:]))[-1].read_text()
     )
     runs = {path: len(r["runs"]) for path, r in final["records"].items()}
-    assert runs["variant-c"] == sequential.Spec(0.03).first_look < runs["variant-a"] == runs["variant-b"]
+    assert runs["variant-c"] == decide.Spec(0.03).first_look < runs["variant-a"] == runs["variant-b"]
     assert final["done"] and final["round"] > 1
-    assert int(rows[("variant-a", "variant-c")]["pairs"]) == sequential.Spec(0.03).first_look
+    assert int(rows[("variant-a", "variant-c")]["pairs"]) == decide.Spec(0.03).first_look
     # The campaign's power chose the design: every look's bounds are its constants and exponents.
-    design = sequential.Spec(0.03, power=power)
+    design = decide.Spec(0.03, power=power)
     (c_diff, c_equiv), (d_diff, d_equiv, _) = design.constants, design.boundaries
     looked = [r for r in final["comparisons"] if r["look"] >= 0]
     assert looked
@@ -255,7 +255,7 @@ def test_a_record_whose_runs_all_fail_is_undecided_at_once(tmp_path):
     assert rows[("variant-a", "variant-c")]["outcome"] == "different"
     for pair in (("variant-a", "variant-broken"), ("variant-c", "variant-broken")):
         assert rows[pair]["outcome"] == "undecided" and rows[pair]["reason"] == "no ok runs of variant-broken"
-    first = sequential.Spec(0.03).first_look
+    first = decide.Spec(0.03).first_look
     assert len(list((tmp_path / "results/d/runs/variant-broken").glob("run-*"))) == first  # not up to max_runs
     # No precision target is claimed: decisions.csv is a decide campaign's answer.
     assert "precision_target_met" not in (tmp_path / "results/d/summary.csv").read_text()

@@ -43,7 +43,7 @@ def _stopping(
 
 def _decide(data: dict, recs: list[dict], order: list[str], metrics: list[str], origin: str) -> dict[str, object]:
     """statistics.decide, checked, as the precision loop's spec (mode "decide")."""
-    from perfsnake import sequential
+    from perfsnake.statistics import decide
 
     spec = data["statistics"]["decide"]  # defaults filled from the schema
     metric = spec.get("metric") or (data["statistics"].get("metrics") or metrics or ["wall_s"])[0]
@@ -57,14 +57,14 @@ def _decide(data: dict, recs: list[dict], order: list[str], metrics: list[str], 
         raise CampaignError(
             origin, "statistics.decide.min_effect", f"{spec['min_effect']!r} is not between 0 and 100 %"
         )
-    if spec["alpha"] != sequential.ALPHA:
+    if spec["alpha"] != decide.ALPHA:
         raise CampaignError(
             origin,
             "statistics.decide.alpha",
-            f"the design is calibrated for {sequential.ALPHA} only, not {spec['alpha']!r}",
+            f"the design is calibrated for {decide.ALPHA} only, not {spec['alpha']!r}",
         )
-    if spec["power"] not in sequential.POWERS:
-        powers = ", ".join(str(p) for p in sequential.POWERS)
+    if spec["power"] not in decide.POWERS:
+        powers = ", ".join(str(p) for p in decide.POWERS)
         raise CampaignError(
             origin, "statistics.decide.power", f"the design is calibrated for {powers} only, not {spec['power']!r}"
         )
@@ -80,7 +80,7 @@ def _decide(data: dict, recs: list[dict], order: list[str], metrics: list[str], 
         raise CampaignError(
             origin, "order", f"is {data['order']!r}: statistics.decide pairs runs, so it needs interleaved"
         )
-    first = sequential.Spec(effect, spec["variance"], spec["power"]).first_look
+    first = decide.Spec(effect, spec["variance"], spec["power"]).first_look
     if spec["max_runs"] < first:
         raise CampaignError(origin, "statistics.decide.max_runs", f"is below the design's first look ({first} runs)")
     return {"mode": "decide", "metric": metric, "min_effect": effect, "variance": spec["variance"], "power": spec["power"],

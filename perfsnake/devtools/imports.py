@@ -27,11 +27,12 @@ LAYERS: dict[str, int] = {
     "perfsnake.results": 1,
     "perfsnake.schema": 1,
     "perfsnake.machine": 1,
+    "perfsnake.machine.tune": 1,  # `perfsnake tune`: writes what machine.metadata reads
+    "perfsnake.machine.requirements": 1,  # a campaign's `requires:` against machine.metadata's facts
     "perfsnake.statistics": 1,  # every estimator and test (numpy, scipy, ruptures)
     "perfsnake.importers": 1,  # other tools' files, parsed
     "perfsnake.precision": 2,
     "perfsnake.floor": 2,
-    "perfsnake.sequential": 2,
     "perfsnake.bisect": 2,
     "perfsnake.versions": 2,
     "perfsnake.benchmarks": 2,

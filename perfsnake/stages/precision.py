@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from perfsnake import layout, precision, sequential
+from perfsnake import layout, precision
 from perfsnake.errors import CampaignError
 from perfsnake.escape import value_text
 from perfsnake.stages.collect import collect_record_run
+from perfsnake.statistics import decide
 
 if TYPE_CHECKING:
     from perfsnake.campaign import Campaign
@@ -69,12 +70,12 @@ def decide_sequential(
     index: CampaignIndex, name: str, round_number: int, status_files: list[str], output: str, log_file: str
 ) -> None:
     """A round of `statistics.decide`: each open comparison decided on its paired
-    runs (perfsnake.sequential), runs added to the records of those still open,
+    runs (perfsnake.statistics.decide), runs added to the records of those still open,
     up to the next look; a comparison once decided stays decided."""
     c = index.campaigns[name]
     spec = c.precision
     assert spec is not None
-    design = sequential.Spec(float(spec["min_effect"]), str(spec["variance"]), float(spec["power"]))
+    design = decide.Spec(float(spec["min_effect"]), str(spec["variance"]), float(spec["power"]))
     plan: dict[str, list[int]] = {}
     for status in status_files:
         path, run = layout.split_status(name, status)
@@ -113,9 +114,9 @@ def decide_sequential(
         failed = [x for x in (a, b) if len(plan.get(x, [])) >= design.first_look and not values.get(x)]
         look = int(old.get("look", -1))
         dec = (
-            sequential.Decision("undecided", len(common), look)
+            decide.Decision("undecided", len(common), look)
             if failed
-            else sequential.decide(np.asarray(d), reference, design, look)
+            else decide.decide(np.asarray(d), reference, design, look)
         )
         outcome, reason = dec.outcome, ""
         if failed:
@@ -149,7 +150,7 @@ def decide_sequential(
     decision = {"round": round_number, "mode": "decide", "design": used, "done": done, "spent_s": spent,
                 "records": records, "comparisons": [_finite(r) for r in rows]}  # fmt: skip
     Path(output).write_text(json.dumps(decision, indent=1) + "\n")
-    counts = {o: sum(r["outcome"] == o for r in rows) for o in sequential.OUTCOMES}
+    counts = {o: sum(r["outcome"] == o for r in rows) for o in decide.OUTCOMES}
     line = (f"decide {name}: round {round_number}, {sum(len(r) for r in plan.values())} runs ({spent:.0f} s): "
             + ", ".join(f"{n} {o}" for o, n in counts.items() if n))  # fmt: skip
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
@@ -206,7 +207,7 @@ def write_decisions(
     # The design the rounds used (older rounds did not record it: the campaign's).
     spec = decision.get("design") or index.campaigns[name].precision or {}
     runs = sum(len(r["runs"]) for r in decision["records"].values())
-    counts = {o: sum(r["outcome"] == o for r in rows) for o in sequential.OUTCOMES}
+    counts = {o: sum(r["outcome"] == o for r in rows) for o in decide.OUTCOMES}
     lines = [
         f"# {name}: decided in the fewest runs",
         "",
@@ -214,7 +215,7 @@ def write_decisions(
         f"power {spec.get('power')}, variance estimate `{spec.get('variance')}`) after {decision['round']} rounds, {runs} runs, "
         f"{float(decision['spent_s']):.0f} s of runs: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + ".",
         "",
-        'A group-sequential design (perfsnake.sequential) looked after each round: a wrong "different" or a wrong',
+        'A group-sequential design (perfsnake.statistics.decide) looked after each round: a wrong "different" or a wrong',
         '"equivalent" is at most 5 % likely despite the looks. The interval is the 90 % one of the difference',
         "(b - a), the two one-sided tests' own; undecided says why.",
         "",

@@ -9,6 +9,7 @@
   adjustment every family of tests goes through;
 - changepoints: binary segmentation (ruptures) and the warm-up/cool-down cut;
 - modes: two groups of runs where one result would be reported;
+- decide: the sequential three-outcome comparison (statistics.decide);
 - noise_floor: the layout noise floor from variance components;
 - records: a campaign's results as samples per record, the pairs one
   variable apart, the statistics options and the tables written back.
