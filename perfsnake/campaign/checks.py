@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from perfsnake.benchmarks.base import Benchmark
 from perfsnake.errors import CampaignError, did_you_mean
 from perfsnake.escape import record_path, value_text
 from perfsnake.instruments import Instruments
+from perfsnake.machine import requirements
+from perfsnake.machine.sysinfo import parse_cpu_list
 from perfsnake.schema import load_schema
 
 #: Columns of the aggregated CSV that variables and metrics may not shadow.
@@ -326,3 +329,35 @@ def _derived(spec: dict[str, str], variables: list[str], metrics: list[str], ori
                 )
         out[name] = tree
     return out
+
+
+def check_requires(data: dict, imported: bool, origin: str) -> None:
+    """The machine state `requires:` asks for, against this machine: every
+    unmet item is one line naming what the machine has and the fix; they
+    stop the campaign, or with `on_unmet: warn` are printed and it runs."""
+    requires = data["requires"]
+    if not requires:
+        return
+    if imported:
+        raise CampaignError(origin, "requires", "imported results were measured elsewhere: no state of this machine to require")  # fmt: skip
+    if data["platform"]["type"] == "ssh":
+        # As the hooks that act on this machine, a state of this machine says nothing of the remote one.
+        raise CampaignError(
+            origin,
+            "requires",
+            f"checks this machine, but the runs execute on {data['platform']['host']} (platform ssh): "
+            f"check that host with `perfsnake tune --show` there and drop requires",
+        )
+    for key in ("isolated", "nohz_full", "rcu_nocbs", "irqs_away_from"):
+        if key in requires and not parse_cpu_list(str(requires[key])):
+            raise CampaignError(origin, f"requires.{key}", f"{requires[key]!r} names no CPU (a range is low-high)")
+    problems = [(f"requires.{k}", f"{state}; {fix}") for k, (state, fix) in requirements.unmet(requires)]
+    if not problems:
+        return
+    if data["on_unmet"] == "warn":
+        for key, problem in problems:
+            print(f"perfsnake: warning: {origin}: {key}: {problem} (on_unmet: warn, running anyway)", file=sys.stderr)
+        return
+    # One line per item: the first is the error's, each next names the file and key again.
+    (key, problem), rest = problems[0], problems[1:]
+    raise CampaignError(origin, key, problem + "".join(f"\n{origin}: {k}: {p}" for k, p in rest))

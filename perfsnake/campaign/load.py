@@ -8,6 +8,7 @@ import hashlib
 from pathlib import Path
 
 from perfsnake.benchmarks import BUILTINS, make_benchmark
+from perfsnake.benchmarks.imported import ImportedBenchmark
 from perfsnake.campaign.checks import (
     _check_names,
     _check_pretty,
@@ -19,6 +20,7 @@ from perfsnake.campaign.checks import (
     _number_error,
     _references,
     check_plots,
+    check_requires,
 )
 from perfsnake.campaign.derived import control_campaigns, floor_campaign, why_campaign
 from perfsnake.campaign.model import Campaign, metrics_of
@@ -33,11 +35,13 @@ from perfsnake.schema import fill_defaults, load_schema, schema_error
 SCHEMA = "campaign.schema.yaml"
 
 
-def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
+def load_campaign(path: str | Path, origin: str | None = None, check_machine: bool = True) -> Campaign:
     """Load and fully check one campaign file.
 
     Of several problems the first step to meet one reports it: the steps'
-    order is the order problems are reported in."""
+    order is the order problems are reported in. `check_machine=False` skips
+    the one check of this machine's state (`requires:`), for commands that
+    only read results."""
     path = Path(path)
     origin = origin or str(path)
     raw = _raw(path, origin)
@@ -61,6 +65,8 @@ def load_campaign(path: str | Path, origin: str | None = None) -> Campaign:
     references = _references(data, order, recs, metrics, origin)
     compare = _compared(data["compare"], recs, order, instruments, origin)
     build_vars = _build_variables(benchmark, order)
+    if check_machine:  # last: a problem of the file itself is reported first
+        check_requires(data, isinstance(benchmark, ImportedBenchmark), origin)
     records = [_record(r, order, build_vars, platform.build_tag()) for r in recs]
     campaign = Campaign(
         name=data["name"],
@@ -106,8 +112,8 @@ def _raw(path: Path, origin: str) -> dict:
     return raw
 
 
-def load_campaigns(paths: list[str], origin: str = "config") -> list[Campaign]:
-    campaigns = [load_campaign(p) for p in paths]
+def load_campaigns(paths: list[str], origin: str = "config", check_machine: bool = True) -> list[Campaign]:
+    campaigns = [load_campaign(p, check_machine=check_machine) for p in paths]
     campaigns += [d for c in list(campaigns) for d in control_campaigns(c)]
     campaigns += [w for c in list(campaigns) if (w := why_campaign(c)) is not None]
     campaigns += [f for c in list(campaigns) if (f := floor_campaign(c)) is not None]
