@@ -155,7 +155,7 @@ OPTS = {"confidence": 0.95, "alpha": 0.05, "autocorrelation_threshold": 0.1}
 
 
 def test_steps_are_found_where_the_metric_changed_and_nowhere_else():
-    from perfsnake.stages.regression import find_steps
+    from perfsnake.statistics.changepoints import find_steps
 
     found, false = 0, 0
     for seed in range(20):

@@ -90,7 +90,7 @@ def series(frame: pd.DataFrame, metric: str) -> list[Series]:
 def steps_along(points: Sequence[Point]) -> list[int]:
     """Where the metric stepped along the invocations: the regression view's
     change points and tests, with invocations in the place of versions."""
-    from perfsnake.stages.regression import find_steps
+    from perfsnake.statistics.changepoints import find_steps
 
     labelled = [(str(i), p.runs) for i, p in enumerate(points)]
     return [int(str(s["version"])) for s in find_steps(labelled, STEP_OPTIONS) if _significant(s)]

@@ -23,10 +23,10 @@ import pandas as pd
 
 from perfsnake.escape import value_text
 from perfsnake.stages.report import INK, SI_AXIS
-from perfsnake.statistics.changepoints import change_points
+from perfsnake.statistics.changepoints import find_steps
 from perfsnake.statistics.records import options, samples_by_record
 from perfsnake.statistics.summaries import summarise
-from perfsnake.statistics.tests import adjust, welch_on_subsessions
+from perfsnake.statistics.tests import adjust
 
 STEP_COLUMNS = ["metric", "series", "version", "previous", "mean_before", "mean_after", "relative_change",
                 "diff_ci_low", "diff_ci_high", "p_value", "p_adjusted", "significant"]  # fmt: skip
@@ -45,36 +45,6 @@ def series_of(results: list[dict], info: Mapping[str, object], metric: str) -> d
         label = ", ".join(f"{v}={values[v]}" for v in others if len(info["values"][v]) > 1) or "all"  # type: ignore[index]
         out.setdefault(label, {})[values[version]] = x
     return {label: [(v, runs[v]) for v in order if v in runs] for label, runs in out.items()}
-
-
-def find_steps(versions: Sequence[tuple[str, np.ndarray]], opts: Mapping[str, object]) -> list[dict[str, object]]:
-    """Candidate steps along one series, each tested (not yet corrected)."""
-    kept = [(v, x) for v, x in versions if len(x) >= 2]
-    if len(kept) < 2:
-        return []
-    runs = np.concatenate([x for _, x in kept])
-    bounds = np.cumsum([len(x) for _, x in kept])  # end of each version's runs
-    noise = np.sqrt(np.mean([x.var(ddof=1) for _, x in kept]))
-    scale = noise if noise > 0 else (np.std(runs) or 1.0)
-    z = (runs - runs.mean()) / scale
-    penalty = 3.0 * np.log(len(z))
-    cuts = change_points(z, penalty, min_size=2)
-    # Every version boundary a cut falls nearest to; identical versions (no
-    # noise at all) are cut wherever the value changes.
-    boundaries = sorted({int(np.argmin(np.abs(bounds[:-1] - c))) for c in cuts})
-    if noise == 0:
-        boundaries = [i for i in range(len(kept) - 1) if kept[i][1].mean() != kept[i + 1][1].mean()]
-    edges = [-1, *boundaries, len(kept) - 1]
-    steps = []
-    for j, b in enumerate(boundaries):
-        before = np.concatenate([x for _, x in kept[edges[j] + 1 : b + 1]])
-        after = np.concatenate([x for _, x in kept[b + 1 : edges[j + 2] + 1]])
-        comp, _ = welch_on_subsessions(before, after, float(opts["confidence"]), float(opts["alpha"]),
-                                       float(opts["autocorrelation_threshold"]))  # fmt: skip
-        steps.append({"version": kept[b + 1][0], "previous": kept[b][0], "mean_before": comp.mean_a,
-                      "mean_after": comp.mean_b, "relative_change": comp.relative_difference,
-                      "diff_ci_low": comp.diff_ci_low, "diff_ci_high": comp.diff_ci_high, "p_value": comp.p_value})  # fmt: skip
-    return steps
 
 
 def steps_table(results: list[dict], info: Mapping[str, object]) -> list[dict[str, object]]:

@@ -14,6 +14,7 @@ candidate split, so the cost here takes it from cumulative sums (a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from perfsnake.statistics.subsessions import PHI_HIGH, ar1_mean_factor
+from perfsnake.statistics.tests import welch_on_subsessions
 
 
 @dataclass
@@ -169,3 +171,37 @@ def _merge_close(
         ends[i], sums[i] = ends[i + 1], sums[i] + sums[i + 1]
         del starts[i + 1], ends[i + 1], sums[i + 1]
     return list(zip(starts, ends, strict=True))
+
+
+def find_steps(versions: Sequence[tuple[str, np.ndarray]], opts: Mapping[str, Any]) -> list[dict[str, object]]:
+    """Candidate steps along one series of labelled groups of runs (versions
+    of a commit range, invocations of a campaign over time), each tested by
+    Welch's test on subsessions (not yet corrected): change points of the runs
+    in order, scaled by the pooled within-group noise with a BIC-like
+    penalty, moved to the nearest group boundary."""
+    kept = [(v, x) for v, x in versions if len(x) >= 2]
+    if len(kept) < 2:
+        return []
+    runs = np.concatenate([x for _, x in kept])
+    bounds = np.cumsum([len(x) for _, x in kept])  # end of each version's runs
+    noise = np.sqrt(np.mean([x.var(ddof=1) for _, x in kept]))
+    scale = noise if noise > 0 else (np.std(runs) or 1.0)
+    z = (runs - runs.mean()) / scale
+    penalty = 3.0 * np.log(len(z))
+    cuts = change_points(z, penalty, min_size=2)
+    # Every version boundary a cut falls nearest to; identical versions (no
+    # noise at all) are cut wherever the value changes.
+    boundaries = sorted({int(np.argmin(np.abs(bounds[:-1] - c))) for c in cuts})
+    if noise == 0:
+        boundaries = [i for i in range(len(kept) - 1) if kept[i][1].mean() != kept[i + 1][1].mean()]
+    edges = [-1, *boundaries, len(kept) - 1]
+    steps = []
+    for j, b in enumerate(boundaries):
+        before = np.concatenate([x for _, x in kept[edges[j] + 1 : b + 1]])
+        after = np.concatenate([x for _, x in kept[b + 1 : edges[j + 2] + 1]])
+        comp, _ = welch_on_subsessions(before, after, float(opts["confidence"]), float(opts["alpha"]),
+                                       float(opts["autocorrelation_threshold"]))  # fmt: skip
+        steps.append({"version": kept[b + 1][0], "previous": kept[b][0], "mean_before": comp.mean_a,
+                      "mean_after": comp.mean_b, "relative_change": comp.relative_difference,
+                      "diff_ci_low": comp.diff_ci_low, "diff_ci_high": comp.diff_ci_high, "p_value": comp.p_value})  # fmt: skip
+    return steps
