@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -49,9 +50,13 @@ def test_parse_perf_stat_in_a_decimal_comma_locale(tmp_path):
     if made.returncode not in (0, 1) or not (locales / "de_DE.UTF-8").exists():
         pytest.skip("cannot build the de_DE locale here")
     text = perf_stat(tmp_path, {"LOCPATH": str(locales), "LC_ALL": "de_DE.UTF-8"})
-    assert "," in text.splitlines()[-1] or "," in text  # perf really used decimal commas
+    raw = next(line for line in text.splitlines() if ";task-clock;" in line).split(";")[0]
+    assert "," in raw, text  # perf really wrote the task-clock with a decimal comma
     values, units, _ = parse_perf_stat(text)
-    assert 0 < values["perf_stat.task-clock"] < 10_000
+    # Read as the decimal it is ("1,73" is 1.73 ms: not 173, nor 1, nor nothing).
+    whole, fraction = raw.split(",")
+    assert values["perf_stat.task-clock"] == pytest.approx(int(whole) + int(fraction) / 10 ** len(fraction))
+    assert values["perf_stat.task-clock"] > 0
     assert units["perf_stat.task-clock"] == "msec"
 
 
@@ -91,12 +96,17 @@ def test_heater_flame_graphs_and_differential(tmp_path):
     ET.fromstring(svg)
     assert "heat_batch" in svg and "prof: cflags--O2%20-fno-omit-frame-pointer/cpu-0 run-1" in svg
     assert "heat_batch" in (rdir / "perf.report").read_text()
-    folded = (rdir / "perf.folded").read_text().splitlines()
-    # Sample counts, not nanoseconds: about frequency x duration samples.
-    total = sum(int(line.rsplit(" ", 1)[1]) for line in folded)
-    assert 50 <= total <= 2000, total
+    folded = [line.rsplit(" ", 1) for line in (rdir / "perf.folded").read_text().splitlines()]
+    # Stacks weighed by their samples, not nanoseconds: together, the recording's samples (how
+    # many depends on the CPU time the heater got, which a loaded machine shares out).
+    samples = int(re.search(r"^# Samples: (\d+) ", (rdir / "perf.report").read_text(), re.M).group(1))
+    assert sum(int(n) for _, n in folded) == samples > 0
+    # Attributed to the heater, which spends its time in its loop's batch.
+    heater = {stack: int(n) for stack, n in folded if stack.split(";")[0] == "heater"}
+    in_batch = sum(n for stack, n in heater.items() if "heat_batch" in stack.split(";"))
+    assert in_batch > sum(heater.values()) / 2, heater
     frame = read_csv(base / "prof.csv")
-    assert (frame["perf_stat.task-clock"] > 100).all()
+    assert (frame["perf_stat.task-clock"] > 0).all()
     assert "perf_stat.task-clock=msec" in read_metadata(base / "prof.csv")["metric_units"]
     if compare:
         diffs = sorted((base / "diff").glob("*.svg"))
