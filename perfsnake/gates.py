@@ -86,7 +86,15 @@ def parse_references(
         if not selected:
             raise CampaignError(origin, f"{key}.where", f"selects no record ({where})")
         ref: dict[str, object] = {"index": i, "metric": metric, "where": {k: value_text(v) for k, v in where.items()}}
-        if "baseline" in entry:
+        if "history" in entry:
+            if "baseline" in entry or any(k in entry for k in ("lower", "upper", "value")):
+                raise CampaignError(origin, f"{key}.history", "a history gate has no other baseline or bounds")
+            if "max_regression" not in entry:
+                raise CampaignError(origin, f"{key}.max_regression", "a history gate needs the regression it allows (e.g. 5%)")  # fmt: skip
+            ref.update(kind="history", last=int(entry["history"]["last"]),  # type: ignore[index]
+                       max_regression=percent(entry["max_regression"], origin, f"{key}.max_regression"),
+                       better=better_of(metric, entry.get("better"), origin, key))  # fmt: skip
+        elif "baseline" in entry:
             if "max_regression" not in entry:
                 raise CampaignError(
                     origin, f"{key}.max_regression", "a baseline needs the regression it allows (e.g. 5%)"
@@ -164,7 +172,7 @@ def evaluate(
                            lower=ref.get("lower"), upper=ref.get("upper"))  # fmt: skip
                 verdict, why = ("inconclusive", "fewer than 2 ok runs") if s.n < 2 else _absolute(ref, lo, hi)
             else:
-                baseline = ref["baseline"]
+                baseline = ref.get("baseline") if ref["kind"] == "baseline" else history_key(ref)
                 if isinstance(baseline, dict):
                     base_key = tuple(value_text({**values, **baseline}[v]) for v in variables)
                     base = samples[metric].get(base_key, np.array([]))
@@ -188,6 +196,16 @@ def evaluate(
 
 def worst(verdicts: Sequence[str]) -> str:
     return max(verdicts, key=VERDICTS.index) if verdicts else ""
+
+
+def history_key(ref: Mapping[str, object]) -> str:
+    """The baseline name of a history gate (the store's recent past), as `baseline_samples` holds it."""
+    return f"history: {ref['metric']} over the last {ref['last']} invocations since its latest step"
+
+
+def history_baselines(refs: Sequence[Mapping[str, object]]) -> dict[str, tuple[int, str]]:
+    """Each history gate's baseline name -> (how many past invocations, the metric)."""
+    return {history_key(r): (int(r["last"]), str(r["metric"])) for r in refs if r.get("kind") == "history"}  # type: ignore[call-overload]
 
 
 def baseline_dirs(refs: Sequence[Mapping[str, object]]) -> list[str]:

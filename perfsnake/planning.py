@@ -323,6 +323,11 @@ class CampaignIndex:
 
         return [f"{d}/{name}/results.json" for d in baseline_dirs(self.campaigns[name].references)]
 
+    def history_gate_inputs(self, name: str) -> list[str]:
+        """The campaign's aggregated JSON when a gate compares with its history (the machine state)."""
+        refs = self.campaigns[name].references
+        return [layout.rows_json(name)] if any(r.get("kind") == "history" for r in refs) else []
+
     def figure_spec(self, figure: str) -> str:
         """Parameters of a figure over several campaigns (a params value: edits redraw it)."""
         f = self.figures[figure]

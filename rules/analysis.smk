@@ -8,6 +8,8 @@ rule analyse:
         results="results/{campaign}/results.json",
         # Earlier result directories the reference gates compare with.
         baselines=lambda wildcards: INDEX.baseline_inputs(wildcards.campaign),
+        # History gates read the campaign's machine state (its aggregated JSON).
+        rows=lambda wildcards: INDEX.history_gate_inputs(wildcards.campaign),
         # The campaign's layout noise floor, if it measures one (rules/floor.smk).
         floor=lambda wildcards: INDEX.floor_inputs(wildcards.campaign),
         code=layout.package_code(
@@ -35,6 +37,8 @@ rule analyse:
         "../envs/analysis.yaml"
     params:
         campaign=campaign_info,
+        # The results store a history gate reads (rules/history.smk records into it).
+        store=config.get("history"),
     script:
         "../scripts/analyse.py"
 

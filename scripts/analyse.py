@@ -7,11 +7,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
 from perfsnake.floor import read as read_floors  # noqa: E402
-from perfsnake.gates import baseline_dirs  # noqa: E402
+from perfsnake.gates import baseline_dirs, history_baselines  # noqa: E402
 from perfsnake.scripting import logged  # noqa: E402
 from perfsnake.stages.analysis import analyse  # noqa: E402
 
 sm = snakemake  # noqa: F821
+
+
+def recent_past_or_none(campaign_dir: Path, last: int, metric: str) -> list[dict]:
+    """The store's recent past; none (an inconclusive gate, said why) when the store cannot be read."""
+    from perfsnake.history.baseline import recent_past
+    from perfsnake.history.store import StoreError
+
+    try:
+        return recent_past(sm.params.store, campaign_dir, last, metric)
+    except StoreError as exc:
+        print(f"history gate: no recent past: {exc}", file=sys.stderr)
+        return []
 
 
 def main() -> None:
@@ -19,6 +31,9 @@ def main() -> None:
     info = json.loads(sm.params.campaign)
     dirs = baseline_dirs(info.get("references") or [])
     baselines = {d: json.loads(Path(f).read_text()) for d, f in zip(dirs, sm.input.baselines)}
+    # History gates: the results store's recent past of this campaign (perfsnake.history.baseline).
+    for key, (last, metric) in history_baselines(info.get("references") or []).items():
+        baselines[key] = recent_past_or_none(Path(sm.input.results).parent, last, metric)
     floors = read_floors(Path(sm.input.floor[0]), list(info["variables"])) if sm.input.floor else None
     analyse(results, info, Path(sm.output.summary), Path(sm.output.comparisons), Path(sm.output.significant),
             Path(sm.output.gates), baselines, floors)  # fmt: skip
