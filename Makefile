@@ -67,8 +67,14 @@ test: setup
 	# Two workers, one test file each at a time: most of a test's time is
 	# Snakemake start-up and waiting on runs, so two halve the wall clock.
 	# -rs: every skipped test says why (a skip is not a pass).
-	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile
+	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile -m "not ready"
 	$(MAKE) --no-print-directory lint
+
+## Every ready campaign (config/campaigns/, config/figures/), shrunk, through
+## one Snakemake invocation: about 10 minutes, so not part of `make test`.
+.PHONY: smoke
+smoke: setup
+	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -m ready tests/test_ready_campaigns.py
 
 lint: setup
 	$(SNAKEMAKE) --lint
