@@ -483,7 +483,7 @@ def build(config: dict, overrides: list[str], output: str | None, allow_failed: 
     from perfsnake.outcomes import failed_runs
     from perfsnake.planning import index_from_config
 
-    plan = index_from_config(config)
+    plan = index_from_config(config, measuring=False)
     mains = [c for c in plan.campaigns.values() if not c.control_of and not c.why_of]
     if len(mains) != 1:
         names = ", ".join(c.name for c in mains)

@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print(out)
             return 0
-        plan = index_from_config(config)
+        # failed, rerun-failed, summary, check: rerun-failed measures (through Snakemake, which checks again).
+        plan = index_from_config(config, measuring=args.command == "rerun-failed")
     except CampaignError as exc:
         print(f"perfsnake: error: {exc}", file=sys.stderr)
         return 1

@@ -347,10 +347,13 @@ def campaign_files(config: dict) -> list[str]:
     return files
 
 
-def index_from_config(config: dict) -> CampaignIndex:
-    campaigns = {c.name: c for c in load_campaigns(campaign_files(config))}
+def index_from_config(config: dict, measuring: bool = True) -> CampaignIndex:
+    """The invocation's campaigns. `measuring=False` (commands that only read
+    results: summary, check, failed, artifact): the machine's state and the
+    benchmark lock are not required, since nothing runs."""
+    campaigns = {c.name: c for c in load_campaigns(campaign_files(config), check_machine=measuring)}
     hostlock.configure(config.get("host_lock"))
-    problem = hostlock.problem()
+    problem = hostlock.problem() if measuring else None
     if problem:
         raise CampaignError("config", "host_lock", problem)
     figures = {f.name: f for f in parse_figures(config.get("figures") or [], campaigns)}
@@ -380,6 +383,8 @@ def campaign_info(c: Campaign) -> dict[str, object]:
         "values": {v: list(dict.fromkeys(value_text(r.values[v]) for r in c.records)) for v in c.variables},
         "imported": imported_metadata(c),
         "profile_differences": c.data.get("profile_differences"),
+        # Only when set: campaigns without one keep their info, so nothing re-aggregates.
+        **({"requires": c.data["requires"]} if c.data.get("requires") else {}),
     }
 
 

@@ -29,6 +29,7 @@ def test_every_subcommand_and_option_has_help():
         "artifact",
         "import",
         "history",
+        "tune",
     }
     helps = {a.dest: a.help for a in sub._choices_actions}
     assert all(helps.values()), helps

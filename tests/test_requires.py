@@ -130,3 +130,22 @@ def test_unknown_keys_and_values_are_refused_in_one_line(tmp_path, requires, mor
     proc = validate(path)
     assert proc.returncode == 1
     assert len(proc.stderr.splitlines()) == 1 and f"perfsnake: error: {path}: {expected}" in proc.stderr, proc.stderr
+
+
+def test_the_results_csv_records_the_requirement_and_reading_commands_are_not_refused(tmp_path, aslr):
+    """A campaign run under on_unmet: warn carries `requires` and `requires_unmet`
+    in its CSV's metadata; summary and check only read results, so an unmet
+    requirement does not stop them (run it with warn, then read it strictly)."""
+    from perfsnake.results import read_metadata
+
+    now, other, _value = aslr
+    data = {"name": "c", "benchmark": {"type": "command", "command": "echo value=1", "metrics": {"value": r"value=(\d+)"}},
+            "nb_runs": 1, "requires": {"aslr": other}}  # fmt: skip
+    snakemake(tmp_path, write_campaign(tmp_path, {**data, "on_unmet": "warn"}))
+    meta = read_metadata(tmp_path / "results/c/c.csv")
+    assert meta["requires"] == f"aslr={other}" and meta["requires_unmet"].startswith(f"aslr: ASLR is {now}")
+    strict = write_campaign(tmp_path, data)
+    for command in (["summary"], ["check"], ["failed"]):
+        proc = subprocess.run([sys.executable, "-m", "perfsnake", *command, "--config", f"campaign={strict}"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+        assert proc.returncode == 0 and "requires" not in proc.stderr, (command, proc.stderr)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from perfsnake.machine.metadata import host_metadata
+from perfsnake.machine.requirements import requirement_metadata
 from perfsnake.platforms import PLATFORM_FILE
 from perfsnake.results import write_csv
 
@@ -111,6 +112,8 @@ def aggregate(
     }
     if not info.get("imported"):
         head |= platform_metadata(results, str(info.get("platform", "local")))
+        # The campaign's required machine state and what of it was unmet (perfsnake.machine.requirements).
+        head |= requirement_metadata(info.get("requires"))  # type: ignore[arg-type]
     units: dict[str, str] = {}
     for res in results:
         units.update(res.get("units") or {})
