@@ -74,7 +74,7 @@ test: setup
 ## one Snakemake invocation: about 10 minutes, so not part of `make test`.
 .PHONY: smoke
 smoke: setup
-	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -m ready tests/test_ready_campaigns.py
+	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile -m ready tests/test_ready_campaigns.py tests/test_nonroot.py
 
 lint: setup
 	$(SNAKEMAKE) --lint
