@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from perfsnake import layout
 from perfsnake.escape import value_text
 from perfsnake.results import read_results, read_results_metadata
 from perfsnake.statistics.summaries import summarise
@@ -68,7 +69,7 @@ def _csv_text(path: Path) -> tuple[str, str]:
         with zipfile.ZipFile(path) as zf:
             for name in zf.namelist():
                 parts = name.split("/")
-                if len(parts) >= 3 and parts[-3] == "results" and parts[-1] == f"{parts[-2]}.csv":
+                if len(parts) >= 3 and parts[-3] == layout.RESULTS and parts[-1] == f"{parts[-2]}.csv":
                     return parts[-2], zf.read(name).decode()
         raise CompareError(f"{path}: no results/<campaign>/<campaign>.csv in this zip")
     raise CompareError(f"{path}: neither a result directory nor an artifact zip")

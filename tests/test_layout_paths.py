@@ -37,7 +37,6 @@ PENDING: dict[str, set[str]] = {
     },
     "perfsnake/compare.py": {
         " (expected a results/<campaign>/ directory)",
-        "results",
         ": no results/<campaign>/<campaign>.csv in this zip",
     },
     "perfsnake/stages/tables.py": {"</details>\n<h4>Files (under <tt>results/"},
