@@ -105,6 +105,9 @@ COMPARISONS = [
     _c("bw_mem wr 64 MB", "bw_mem 65536 wr", "MB/s", "bw_mem 64m wr", r"^\S+ (\S+)$"),
     _c("bw_mem bzero 4 MB", "bw_mem 4096 bzero", "MB/s", "bw_mem 4m bzero", r"^\S+ (\S+)$"),
     _c("bw_mem cp 4 MB", "bw_mem 4096 cp", "MB/s", "bw_mem 4m bcopy", r"^\S+ (\S+)$", differs="memcpy, compared with lmbench's bcopy"),
+    *[_c(f"bw_mem {op} {mb} MB", f"bw_mem {mb * 1024} {op}", "MB/s", f"bw_mem {mb}m {theirs or op}", r"^\S+ (\S+)$")
+      for op, theirs in (("frd", None), ("fwr", None), ("fcp", None), ("rdwr", None), ("bcopy", None), ("cp_lmbench", "cp"))
+      for mb in (4, 64)],
     _c("bw_pipe", "bw_pipe", "MB/s", "bw_pipe", r"Pipe bandwidth: (\S+) MB/sec"),
     _c("bw_unix", "bw_unix", "MB/s", "bw_unix", r"AF_UNIX sock stream bandwidth: (\S+) MB/sec"),
     _c("bw_tcp", "bw_tcp", "MB/s"),
@@ -242,6 +245,7 @@ def main() -> None:
     results: dict[str, dict[str, list]] = {c.name: {"ours": [], "theirs": [], "ratio": []} for c in comps}
     wr_over_bzero: list[float] = []
     load_before = os.getloadavg()
+    load_rounds: list[tuple[float, float, float]] = []  # after each round: the load during the measurement
     start = time.time()
     for rnd in range(args.rounds):
         memo: dict = {}
@@ -265,22 +269,26 @@ def main() -> None:
         bz = next((results[n]["ours"][-1] for n in ("bw_mem bzero 4 MB",) if n in results and results[n]["ours"]), None)
         if wr and bz:
             wr_over_bzero.append(wr / bz)
+        load_rounds.append(os.getloadavg())
     rows = []
     for comp in comps:
         r = results[comp.name]
         rows.append({"name": comp.name, "unit": comp.unit, "ours_argv": " ".join(comp.ours), "lmbench3_argv": " ".join(comp.theirs or ()),
                      "differs": comp.differs, "ours": r["ours"], "lmbench3": r["theirs"], "ours_summary": summary(r["ours"]),
-                     "lmbench3_summary": summary(r["theirs"]), "ratio_median": statistics.median(r["ratio"]) if r["ratio"] else None})  # fmt: skip
+                     "lmbench3_summary": summary(r["theirs"]), "ratio_median": statistics.median(r["ratio"]) if r["ratio"] else None,
+                     "ratios": r["ratio"], "ratio_range": [min(r["ratio"]), max(r["ratio"])] if r["ratio"] else None})  # fmt: skip
     report = {
         "machine": machine(), "placement": args.placement, "enough_us": args.enough_us, "repetitions": args.repetitions,
         "rounds": args.rounds, "lmbench3": str(theirs_bin) if theirs_bin else None, "load_before": load_before,
-        "load_after": os.getloadavg(), "wall_s": round(time.time() - start, 1),
+        "load_after": os.getloadavg(), "load_rounds": load_rounds, "cpus_allowed": sorted(os.sched_getaffinity(0)), "wall_s": round(time.time() - start, 1),
         "derived": {"bw_mem wr/bzero 4 MB (ours, per-round median)": statistics.median(wr_over_bzero) if wr_over_bzero else None},
         "rows": rows,
     }  # fmt: skip
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
-    print("| measure | unit | ours (median, CV) | lmbench3 (median, CV) | ours / lmbench3 |\n|---|---|---|---|---|")
+    print(
+        "| measure | unit | ours (median, CV) | lmbench3 (median, CV) | ours / lmbench3 (rounds' range) |\n|---|---|---|---|---|"
+    )
     for row in rows:
         o, t = row["ours_summary"], row["lmbench3_summary"]
 
@@ -289,10 +297,15 @@ def main() -> None:
                 return "-"
             return f"{s['median']:.4g} ({s['cv'] * 100:.1f} %)" if s["cv"] is not None else f"{s['median']:.4g}"
 
-        ratio = f"{row['ratio_median']:.3f}" if row["ratio_median"] is not None else "-"
+        ratio = (
+            f"{row['ratio_median']:.3f} ({row['ratio_range'][0]:.2f}-{row['ratio_range'][1]:.2f})"
+            if row["ratio_median"] is not None
+            else "-"
+        )
         print(f"| {row['name']} | {row['unit']} | {fmt(o)} | {fmt(t)} | {ratio} |")
     print(
-        f"derived: {report['derived']}; machine {report['machine']}; load {load_before} -> {report['load_after']}; wrote {args.output}"
+        f"derived: {report['derived']}; machine {report['machine']}; CPUs {report['cpus_allowed']}; load {load_before} -> "
+        f"{report['load_after']} (1-min load after each round: {', '.join(f'{x[0]:.2f}' for x in load_rounds)}); wrote {args.output}"
     )
 
 

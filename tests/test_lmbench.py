@@ -1,5 +1,6 @@
 """The lmbench-style timing harness and its first micro-benchmarks (real processes)."""
 
+import math
 import os
 import re
 import subprocess
@@ -648,3 +649,95 @@ def test_a_killed_lat_sem_leaves_no_semaphore_set(bins):
         assert time.monotonic() < deadline
         time.sleep(0.02)
     assert _semaphore_sets() == before
+
+
+# ---- lmbench3's remaining programs and operations (issue 36) ----------------------------------
+
+#: (program, operation) added for issue 36; each is a record of a ready campaign
+#: (config/campaigns/lmbench_*.yaml), which test_issue36_records_through_a_campaign runs.
+ADDED = {("bw_mem", op) for op in ("rdwr", "cp_lmbench", "frd", "fwr", "fcp", "bcopy")}
+
+
+def finite_positive(got: dict[str, float]) -> bool:
+    return bool(got) and all(math.isfinite(v) and v > 0 for v in got.values())
+
+
+@pytest.mark.parametrize("op", ["rdwr", "cp_lmbench", "frd", "fwr", "fcp", "bcopy"])
+def test_bw_mem_lmbench_operations(bins, op):
+    """Every bw_mem operation of lmbench3: one median line, one best line, the note."""
+    out = run(bins, "bw_mem", "-N", "3", "64", op).stdout
+    got = lines(out)
+    assert list(got) == [f"bw_mem.{op}", f"bw_mem.{op}.max"] and finite_positive(got), out
+    # One process: the best interval is the shortest, so it moved the most per second.
+    assert got[f"bw_mem.{op}.max"] >= got[f"bw_mem.{op}"]
+    fields = note(out)
+    assert fields["kept"] == "3" and fields["parallel"] == "1" and fields["calibration"] == "fixed"
+
+
+def test_bw_mem_lmbench_operations_scale_and_refuse_bad_sizes(bins):
+    out = run(bins, "bw_mem", "-P", "2", "-N", "3", "64", "fcp").stdout
+    assert out.startswith("bw_mem.fcp ") and note(out)["parallel"] == "2" and finite_positive(lines(out))
+    assert run(bins, "bw_mem", "64", "frd2", check=False).returncode == 2
+    assert run(bins, "bw_mem", "64", "cp_lmbench_", check=False).returncode == 2  # not cut to its first bytes
+    assert run(bins, "bw_mem", "4", "fwr", check=False).returncode == 0  # 4 KB: eight 512-byte blocks
+    assert run(bins, "bw_mem", "3", "fwr", check=False).returncode == 2
+
+
+def _added_records() -> list[dict[str, object]]:
+    """The ready campaigns' records of ADDED, shrunk: one per program,
+    operation and size (the first: parallel 1, unpinned where a campaign
+    sweeps them), sizes of 1 MB at most, 3 intervals."""
+    from perfsnake.benchmarks.lmbench import OPS, SIZE_KB_DEFAULT, LmbenchBenchmark
+    from perfsnake.campaign import load_campaign
+
+    seen: dict[tuple, dict[str, object]] = {}
+    for path in sorted((ROOT / "config" / "campaigns").glob("lmbench_*.yaml")):
+        for record in load_campaign(path).records:
+            values = dict(record.values)
+            micro = str(values["micro"])
+            values.setdefault("op", OPS[micro][0])
+            if (micro, values["op"]) not in ADDED:
+                continue
+            values["repetitions"] = 3
+            if isinstance(values.get("size_kb"), int) and values["size_kb"] > 1024:
+                values["size_kb"] = 1024
+            seen.setdefault((micro, values["op"], values.get("size_kb")), values)
+    # Every record sets the same variables: the defaults where a campaign left one out.
+    keys = dict.fromkeys(k for values in seen.values() for k in values)
+    for values in seen.values():
+        micro = str(values["micro"])
+        for key in keys:
+            if key not in values:
+                values[key] = (
+                    SIZE_KB_DEFAULT.get(micro, 1024) if key == "size_kb" else LmbenchBenchmark.run_defaults[key]
+                )
+    return list(seen.values())
+
+
+def test_issue36_programs_are_in_ready_campaigns():
+    records = _added_records()
+    assert {(r["micro"], r["op"]) for r in records} == ADDED
+
+
+@pytest.mark.e2e
+def test_issue36_records_through_a_campaign(tmp_path):
+    from helpers import snakemake, write_campaign
+
+    from perfsnake.benchmarks.lmbench import LmbenchBenchmark
+    from perfsnake.results import read_csv
+
+    records = _added_records()
+    camp = write_campaign(tmp_path, {
+        "name": "added36", "benchmark": "lmbench", "records": records, "nb_runs": 1, "timeout_s": 300,
+        "wrappers": [{"type": "env", "set": {**FAST, "TMPDIR": str(tmp_path)}}],
+    })  # fmt: skip
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
+    assert "UNPARSED" not in proc.stdout + proc.stderr
+    frame = read_csv(tmp_path / "results/added36/added36.csv")
+    assert len(frame) == len(records) and (frame["status"] == "ok").all(), frame[["micro", "op", "status"]]
+    metrics = set(LmbenchBenchmark.metrics)
+    for row in frame.itertuples():
+        figures = {m: getattr(row, m) for m in metrics if m in frame.columns and getattr(row, m) == getattr(row, m)}
+        assert finite_positive(figures), row  # what the program printed, all positive
+        primary = "bandwidth_mb_s" if row.micro.startswith("bw_") else "latency_ns"
+        assert primary in figures and row.calibration == "fixed", row

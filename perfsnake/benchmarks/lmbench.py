@@ -34,7 +34,7 @@ _LAT_OPS = tuple(f"{t}_{o}" for t in _INT_TYPES for o in ("xor", "add", "mul", "
 OPS = {
     "lat_syscall": ("null", "read", "write", "stat", "fstat", "open"),
     "lat_mem_rd": ("sequential", "random"),
-    "bw_mem": ("rd", "wr", "cp", "bzero"),
+    "bw_mem": ("rd", "wr", "cp", "bzero", "rdwr", "cp_lmbench", "frd", "fwr", "fcp", "bcopy"),
     "lat_proc": ("fork", "exec", "shell", "fork_lmbench"),
     "lat_ctx": ("ring",),
     "lat_pipe": ("roundtrip",),
