@@ -417,7 +417,13 @@ def failure_line(campaign: str, label: str, rdir: Path) -> str | None:
     return f"[perfsnake] {campaign}: run {label} {state.upper()}: {how}" + (f": {err}" if err else "")
 
 
-def keep_finished_runs(workdir: Path) -> list[str]:
+#: the launcher's state file in a run directory while it runs ("pid N", ...; psrun.c)
+LAUNCHER_STATE = ".psrun.state"
+#: how long a resume waits for a launcher that outlived the interrupted workflow
+LAUNCHER_WAIT_S = 120.0
+
+
+def keep_finished_runs(workdir: Path, wait_s: float = LAUNCHER_WAIT_S) -> list[str]:
     """Forget Snakemake's "incomplete" mark on runs that finished.
 
     psrun writes status.json (atomically) once the run ended; Snakemake marks
@@ -425,19 +431,65 @@ def keep_finished_runs(workdir: Path) -> list[str]:
     leaves the mark, and `--rerun-incomplete` would delete the finished run
     and measure it again. Before the DAG is built, marks whose status.json
     exists and parses are removed (how Snakemake keeps its marks:
-    perfsnake.snakemake_internals.incomplete_marks). Returns the runs kept."""
+    perfsnake.snakemake_internals.incomplete_marks). Returns the runs kept.
+
+    The launcher outlives a killed workflow on purpose (it leaves the
+    workflow's process group to stop the benchmark cleanly), and when the
+    benchmark had ended before the kill it still writes status.json, later:
+    after an fsync on a loaded disk, or a time-out's grace period, the resume
+    may already be here. Deciding then would leave the mark, and the run
+    that finished would be measured again; so a marked run without a status
+    whose launcher still runs is waited for (at most `wait_s`), then judged."""
     kept: list[str] = []
     for mark in snakemake_internals.incomplete_marks(workdir):
         key = mark.key
         if not (key.startswith(f"{layout.RESULTS}/") and "/runs/" in key and key.endswith(f"/{STATUS_FILE}")):
             continue
-        try:
-            json.loads((workdir / key).read_text())["status"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
+        status = workdir / key
+        if not _recorded(status):
+            _wait_for_launcher(status.parent, wait_s)
+            if not _recorded(status):
+                continue
         snakemake_internals.forget_incomplete_mark(mark)
         kept.append(key)
     if kept:
         print(f"[perfsnake] resume: {len(kept)} run(s) that finished before the interruption kept: "
               + " ".join(sorted(kept)[:5]) + (" ..." if len(kept) > 5 else ""), file=sys.stderr, flush=True)  # fmt: skip
     return kept
+
+
+def _recorded(status: Path) -> bool:
+    """A status.json that parses and says how the run went."""
+    try:
+        json.loads(status.read_text())["status"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return True
+
+
+def _live_launcher(run_dir: Path) -> int | None:
+    """The pid of the run's launcher while it still runs: its state file
+    names it, and that process is a psrun working on this run directory (a
+    reused pid is not)."""
+    try:
+        lines = (run_dir / LAUNCHER_STATE).read_text().splitlines()
+        pid = int(next(line.split()[1] for line in lines if line.startswith("pid ")))
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        target = os.fsdecode(args[args.index(b"--dir") + 1])
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    if state == "Z" or b"psrun" not in args[0] or os.path.realpath(target) != os.path.realpath(run_dir):
+        return None
+    return pid
+
+
+def _wait_for_launcher(run_dir: Path, wait_s: float) -> None:
+    pid = _live_launcher(run_dir)
+    if pid is None:
+        return
+    print(f"[perfsnake] resume: waiting for the launcher of {run_dir} (pid {pid}), "
+          "still finishing after the interruption", file=sys.stderr, flush=True)  # fmt: skip
+    deadline = time.monotonic() + wait_s
+    while _live_launcher(run_dir) == pid and time.monotonic() < deadline:
+        time.sleep(0.05)

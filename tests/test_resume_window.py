@@ -1,0 +1,286 @@
+"""No finished run is ever redone: the workflow's process group is SIGKILLed
+at each point of a run's end, then resumed as the README says (`snakemake
+--unlock all`, then `snakemake --cores 1 all --rerun-incomplete`), and the
+run that had finished must keep its status.json (content and mtime) and not
+run again.
+
+The points, in the order they happen for run x-1 (the first of two):
+- its benchmark ended, its launcher (psrun) has not written status.json yet
+  when the workflow dies. The launcher outlives the kill on purpose and
+  writes it afterwards; if the resume decided before that, the run was
+  measured again. Held deterministically with the cgroup v2 freezer.
+- status.json written, the job still in its body (post-run hooks): the
+  existing test_promises.py::test_resume_keeps_a_run_that_finished_before_the_interruption.
+- Snakemake's completion of the job, inside Snakemake: before it touches the
+  output, after, before its metadata record, with the record's file created
+  but empty (killed while writing it), after the record, after the
+  "incomplete" mark is gone. Reached by a sitecustomize module (this test's,
+  on PYTHONPATH) that wraps those steps of Snakemake 9 and kills the
+  process group when they reach x-1's output.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, SNAKEMAKE, jobs_run, snakemake, statuses, write_campaign
+
+pytestmark = pytest.mark.e2e
+
+KEY = "results/p/runs/x-1/run-1/status.json"
+KEPT = f"[perfsnake] resume: 1 run(s) that finished before the interruption kept: {KEY}"
+
+
+def argv(camp: Path, *args: str) -> list[str]:
+    return [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
+            "--configfile", str(ROOT / "config/config.yaml"), "--quiet", "host", "--cores", "1", "all", *args,
+            "--config", f"campaign={camp}"]  # fmt: skip
+
+
+def campaign(tmp_path: Path, command: str = "echo value={x}") -> Path:
+    return write_campaign(
+        tmp_path,
+        {
+            "name": "p",
+            "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=(\S+)"}},
+            "variables": {"x": [1, 2]},
+            "nb_runs": 1,
+        },
+    )
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def fingerprint(path: Path) -> tuple[int, bytes]:
+    return path.stat().st_mtime_ns, path.read_bytes()
+
+
+def resume_and_check(tmp_path: Path, camp: Path, before: tuple[int, bytes], kept: bool) -> None:
+    """The documented resume: x-1 untouched, only x-2 runs."""
+    unlock = snakemake(tmp_path, camp, "--unlock", "all")
+    resume = snakemake(tmp_path, camp, "--cores", "1", "all", "--rerun-incomplete")
+    said = [ln for p in (unlock, resume) for ln in p.stderr.splitlines() if "finished before the interruption" in ln]
+    assert said == ([KEPT] if kept else []), unlock.stderr[-3000:] + resume.stderr[-3000:]
+    assert jobs_run(resume, "run") == 1, resume.stderr[-5000:]
+    assert fingerprint(tmp_path / KEY) == before
+    assert {k: v["status"] for k, v in statuses(tmp_path, "p").items()} == {"x-1/run-1": "ok", "x-2/run-1": "ok"}
+
+
+# ---- inside Snakemake's completion of the job ---------------------------------------------
+#: Test-only: PERFSNAKE_TEST_KILL_AT names the step of Snakemake's completion
+#: of the job whose output is PERFSNAKE_TEST_KILL_KEY at which the process
+#: group is SIGKILLed (checked on Snakemake 9.27.1, like
+#: perfsnake/snakemake_internals.py).
+SITECUSTOMIZE = """
+import os
+import signal
+import sys
+
+AT = os.environ.get("PERFSNAKE_TEST_KILL_AT")
+KEY = os.environ.get("PERFSNAKE_TEST_KILL_KEY")
+
+
+def kill(step):
+    with open(os.environ["PERFSNAKE_TEST_KILL_LOG"], "a") as log:
+        log.write(step + "\\n")
+    os.killpg(0, signal.SIGKILL)
+
+
+def patch():
+    import snakemake.api  # noqa: F401  (the import order Snakemake uses: dag before persistence)
+    import snakemake.dag as dag
+    import snakemake.persistence.file as file
+
+    touch = dag.DAG.check_and_touch_output
+
+    async def check_and_touch_output(self, job, *args, **kwargs):
+        ours = bool(job.output) and str(job.output[0]) == KEY
+        if ours and AT == "before the touch":
+            kill(AT)
+        result = await touch(self, job, *args, **kwargs)
+        if ours and AT == "after the touch":
+            kill(AT)
+        return result
+
+    dag.DAG.check_and_touch_output = check_and_touch_output
+    write = file.FilePersistence._write_record
+
+    def write_record(self, key, record):
+        if key == KEY and AT == "before the metadata":
+            kill(AT)
+        if key == KEY and AT == "in the metadata":
+            path = self._record_path(self._metadata_path, key)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            open(path, "w").close()  # opened for writing, nothing written yet
+            kill(AT)
+        write(self, key, record)
+        if key == KEY and AT == "after the metadata":
+            kill(AT)
+
+    file.FilePersistence._write_record = write_record
+    unmark = file.FilePersistence._unmark_incomplete
+
+    def unmark_incomplete(self, key):
+        unmark(self, key)
+        if key == KEY and AT == "after the mark is gone":
+            kill(AT)
+
+    file.FilePersistence._unmark_incomplete = unmark_incomplete
+
+
+if AT and KEY and os.path.basename(sys.argv[0]) == "snakemake":
+    patch()
+"""
+
+STEPS = ["before the touch", "after the touch", "before the metadata", "in the metadata", "after the metadata",
+         "after the mark is gone"]  # fmt: skip
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_kill_inside_snakemakes_completion_of_the_run_redoes_nothing(tmp_path, step):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(textwrap.dedent(SITECUSTOMIZE))
+    log = tmp_path / "killed-at"
+    env = {**os.environ, "PYTHONPATH": str(site), "PERFSNAKE_TEST_KILL_AT": step, "PERFSNAKE_TEST_KILL_KEY": KEY,
+           "PERFSNAKE_TEST_KILL_LOG": str(log)}  # fmt: skip
+    camp = campaign(tmp_path)
+    killed = subprocess.run(argv(camp), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+                            start_new_session=True)  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL and log.read_text() == f"{step}\n", killed.stderr[-3000:]
+    # What the kill left: x-1 measured, x-2 not started; its mark still there until Snakemake's last step.
+    assert list(statuses(tmp_path, "p")) == ["x-1/run-1"]
+    marked = any(p.is_file() for p in (tmp_path / ".snakemake/incomplete").rglob("*"))
+    assert marked == (step != "after the mark is gone")
+    resume_and_check(tmp_path, camp, fingerprint(tmp_path / KEY), kept=marked)
+
+
+# ---- the launcher, still finishing when the resume starts -------------------------------
+def cgroup2_mount() -> str | None:
+    mounts = [
+        line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines() if " - cgroup2 " in line
+    ]
+    return mounts[0] if mounts else None
+
+
+def cgroup_of(pid: int) -> str:
+    return next(
+        (line[3:] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if line.startswith("0::")), "/"
+    )
+
+
+@contextmanager
+def frozen(pid: int) -> Iterator[Callable[[], None]]:
+    """`pid` held still by the cgroup v2 freezer (not SIGSTOP: the kernel
+    continues the stopped members of a process group orphaned by the kill);
+    yields the thaw, which the block may call early."""
+    mount = cgroup2_mount()
+    assert mount is not None
+    home = Path(mount + cgroup_of(pid))
+    hold = Path(mount) / f"perfsnake-test-resume-{pid}"
+    hold.mkdir()
+    thawed = False
+
+    def thaw() -> None:
+        nonlocal thawed
+        if thawed:
+            return
+        thawed = True
+        (hold / "cgroup.freeze").write_text("0")
+        try:
+            (home / "cgroup.procs").write_text(str(pid))
+        except ProcessLookupError:
+            pass  # it ended meanwhile
+
+    try:
+        (hold / "cgroup.procs").write_text(str(pid))
+        (hold / "cgroup.freeze").write_text("1")
+        wait_for(lambda: "frozen 1" in (hold / "cgroup.events").read_text().splitlines(), "the freeze", 60)
+        yield thaw
+    finally:
+        thaw()
+        deadline = time.monotonic() + 60
+        while True:  # an exiting process keeps its cgroup busy a moment
+            try:
+                hold.rmdir()
+                break
+            except OSError as exc:
+                if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+
+def state_of(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+@pytest.mark.skipif(
+    not os.access(cgroup2_mount() or "/nonexistent", os.W_OK),
+    reason="holds the run's launcher with the cgroup v2 freezer: needs a writable cgroup v2",
+)
+def test_a_launcher_that_records_its_run_after_the_kill_is_waited_for(tmp_path):
+    go = tmp_path / "go"
+    # x-1's benchmark prints its value and ends once the test says so.
+    camp = campaign(
+        tmp_path,
+        f"echo $$ > bench.pid; echo value={{x}}; if [ {{x}} = 1 ]; then while [ ! -e {go} ]; do sleep 0.05; done; fi",
+    )
+    proc = subprocess.Popen(argv(camp), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    run_dir = tmp_path / KEY.rsplit("/", 1)[0]
+    unlock: subprocess.Popen | None = None
+    try:
+        wait_for(lambda: (run_dir / "bench.pid").exists() and (run_dir / ".psrun.state").exists(), "x-1 to start")
+        state = dict(line.split(" ", 1) for line in (run_dir / ".psrun.state").read_text().splitlines())
+        launcher, bench = int(state["pid"]), int((run_dir / "bench.pid").read_text())
+        with frozen(launcher) as thaw:
+            # The benchmark ends (a zombie: its launcher, held, cannot reap it), then the workflow is killed.
+            go.touch()
+            wait_for(lambda: state_of(bench) in ("Z", "gone"), "the benchmark to end")
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            assert not (tmp_path / KEY).exists()  # not recorded yet: its launcher is still finishing
+            # The resume begins (its first step, --unlock, decides which runs finished) ...
+            err = tmp_path / "unlock.err"
+            with err.open("w") as sink:
+                unlock = subprocess.Popen([*argv(camp, "--unlock")], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                          stderr=sink)  # fmt: skip
+            wait_for(lambda: "waiting for the launcher of" in err.read_text(), "the resume to wait for the launcher")
+            assert unlock.poll() is None and not (tmp_path / KEY).exists()
+            # ... and the launcher writes status.json only now.
+            thaw()
+            assert unlock.wait(timeout=300) == 0, err.read_text()[-3000:]
+        said = err.read_text()
+        assert f"[perfsnake] resume: waiting for the launcher of {run_dir} (pid {launcher})" in said, said
+        assert KEPT in said, said
+        recorded = json.loads((tmp_path / KEY).read_text())
+        assert recorded["status"] == "ok" and (run_dir / "stdout.txt").read_text().startswith("value=1")
+        before = fingerprint(tmp_path / KEY)
+        resume = snakemake(tmp_path, camp, "--cores", "1", "all", "--rerun-incomplete")
+        assert jobs_run(resume, "run") == 1, resume.stderr[-5000:]
+        assert fingerprint(tmp_path / KEY) == before
+        assert {k: v["status"] for k, v in statuses(tmp_path, "p").items()} == {"x-1/run-1": "ok", "x-2/run-1": "ok"}
+    finally:
+        for p in (proc, unlock):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        go.touch()  # nothing of this test outlives it
