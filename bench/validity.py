@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from perfsnake import precision  # noqa: E402
+from perfsnake.contract import CampaignInfo  # noqa: E402
 from perfsnake.stages.analysis import comparison_rows  # noqa: E402
 from perfsnake.statistics.changepoints import steady_segment  # noqa: E402
 from perfsnake.statistics.intervals import mean_intervals  # noqa: E402
@@ -270,7 +271,9 @@ def null_campaign_section() -> list[dict]:
                         "start_epoch": i * 20 + j, "wall_s": 1.0} for i in range(10) for j in range(20)]  # fmt: skip
             rows = comparison_rows(
                 results,
-                {"name": "null", "variables": ["v"], "statistics": {"correction": correction, "metrics": ["value"]}},
+                CampaignInfo.from_dict(
+                    {"name": "null", "variables": ["v"], "statistics": {"correction": correction, "metrics": ["value"]}}
+                ),
             )
             counts.append(sum(bool(r["significant"]) for r in rows))
         out.append({"correction": correction, "comparisons": len(rows), "campaigns": len(counts),

@@ -18,6 +18,7 @@ from pathlib import Path
 from perfsnake import hostlock, layout
 from perfsnake.benchmarks.base import Benchmark, source_key
 from perfsnake.campaign import Campaign, load_campaigns, schema_error
+from perfsnake.contract import CampaignInfo, Statistics
 from perfsnake.errors import CampaignError
 from perfsnake.figures import Figure, figure_info, parse_figures
 
@@ -273,7 +274,7 @@ class CampaignIndex:
         handling): a change re-runs collect and the analysis, never a run."""
         c = self.campaigns[name]
         data = {"benchmark": c.benchmark.fingerprint(), "instruments": c.instruments.fingerprint(),
-                "warmup": c.data["statistics"]["warmup"], "derived": c.data["derived"]}  # fmt: skip
+                "warmup": Statistics.from_dict(c.data["statistics"]).warmup, "derived": c.data["derived"]}  # fmt: skip
         return json.dumps(data, sort_keys=True)
 
     # ---- fetch and build ---------------------------------------------------------
@@ -297,7 +298,7 @@ class CampaignIndex:
         return [self.campaigns[n].control_of[1] for n in self.controls(name)]  # type: ignore[index]
 
     def campaign_info(self, name: str) -> str:
-        return json.dumps(campaign_info(self.campaigns[name]), sort_keys=True)
+        return campaign_info(self.campaigns[name]).to_json()
 
     def plot_spec(self, name: str, plot: str) -> str:
         for p in self.campaigns[name].plots:
@@ -360,32 +361,31 @@ def index_from_config(config: dict, measuring: bool = True) -> CampaignIndex:
     return CampaignIndex(campaigns, config.get("flamegraph_dir"), figures)
 
 
-def campaign_info(c: Campaign) -> dict[str, object]:
+def campaign_info(c: Campaign) -> CampaignInfo:
     """What aggregation, analysis and plots need to know about a campaign."""
     from perfsnake.escape import value_text
 
-    return {
-        "name": c.name,
-        "file": str(c.file),
-        "sha256": c.sha256,
-        "benchmark": c.benchmark.name,
-        "platform": c.platform.kind,
-        "variables": c.variables,
-        "metrics": c.metric_names(),
-        "pretty": c.pretty,
-        "nb_runs": c.nb_runs,
-        "records": len(c.records),
-        "statistics": c.data["statistics"],
-        "references": c.references,
-        "versions": c.version_variables,
-        "units": c.benchmark.units(),
-        "regression_metrics": c.regression_metrics() if c.version_variables else [],
-        "values": {v: list(dict.fromkeys(value_text(r.values[v]) for r in c.records)) for v in c.variables},
-        "imported": imported_metadata(c),
-        "profile_differences": c.data.get("profile_differences"),
-        # Only when set: campaigns without one keep their info, so nothing re-aggregates.
-        **({"requires": c.data["requires"]} if c.data.get("requires") else {}),
-    }
+    return CampaignInfo(
+        name=c.name,
+        file=str(c.file),
+        sha256=c.sha256,
+        benchmark=c.benchmark.name,
+        platform=c.platform.kind,
+        variables=c.variables,
+        metrics=c.metric_names(),
+        pretty=c.pretty,
+        nb_runs=c.nb_runs,
+        records=len(c.records),
+        statistics=Statistics.from_dict(c.data["statistics"]),
+        references=c.references,
+        versions=c.version_variables,
+        units=c.benchmark.units(),
+        regression_metrics=c.regression_metrics() if c.version_variables else [],
+        values={v: list(dict.fromkeys(value_text(r.values[v]) for r in c.records)) for v in c.variables},
+        imported=imported_metadata(c),
+        profile_differences=c.data.get("profile_differences"),
+        requires=c.data.get("requires") or None,
+    )
 
 
 def imported_metadata(c: Campaign) -> dict[str, str] | None:

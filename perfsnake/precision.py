@@ -73,9 +73,10 @@ def decide(
     spec: Mapping[str, object],
     round_number: int,
 ) -> dict[str, object]:
-    """The next round's plan: per record, the runs so far and the runs to add."""
+    """The next round's plan: per record, the runs so far and the runs to add.
+    `spec` is the campaign's `precision:`, its defaults filled from the schema."""
     target = float(spec["target_rel_ci"])  # type: ignore[arg-type]
-    confidence = float(spec.get("confidence", 0.95))  # type: ignore[arg-type]
+    confidence = float(spec["confidence"])  # type: ignore[arg-type]
     max_runs = int(spec["max_runs"])  # type: ignore[call-overload]
     records: dict[str, dict[str, object]] = {}
     for path, runs in planned.items():

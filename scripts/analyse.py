@@ -6,6 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
+from perfsnake.contract import CampaignInfo  # noqa: E402
 from perfsnake.floor import read as read_floors  # noqa: E402
 from perfsnake.gates import baseline_dirs, history_baselines  # noqa: E402
 from perfsnake.scripting import logged  # noqa: E402
@@ -28,13 +29,13 @@ def recent_past_or_none(campaign_dir: Path, last: int, metric: str) -> list[dict
 
 def main() -> None:
     results = json.loads(Path(sm.input.results).read_text())
-    info = json.loads(sm.params.campaign)
-    dirs = baseline_dirs(info.get("references") or [])
+    info = CampaignInfo.from_json(sm.params.campaign)
+    dirs = baseline_dirs(info.references)
     baselines = {d: json.loads(Path(f).read_text()) for d, f in zip(dirs, sm.input.baselines)}
     # History gates: the results store's recent past of this campaign (perfsnake.history.baseline).
-    for key, (last, metric) in history_baselines(info.get("references") or []).items():
+    for key, (last, metric) in history_baselines(info.references).items():
         baselines[key] = recent_past_or_none(Path(sm.input.results).parent, last, metric)
-    floors = read_floors(Path(sm.input.floor[0]), list(info["variables"])) if sm.input.floor else None
+    floors = read_floors(Path(sm.input.floor[0]), list(info.variables)) if sm.input.floor else None
     analyse(results, info, Path(sm.output.summary), Path(sm.output.comparisons), Path(sm.output.significant),
             Path(sm.output.gates), baselines, floors)  # fmt: skip
 

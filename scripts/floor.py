@@ -6,6 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
+from perfsnake.contract import CampaignInfo  # noqa: E402
 from perfsnake.scripting import logged  # noqa: E402
 from perfsnake.stages.floor import write  # noqa: E402
 
@@ -13,7 +14,9 @@ sm = snakemake  # noqa: F821
 
 
 def main() -> None:
-    write(json.loads(Path(sm.input.results).read_text()), json.loads(sm.params.campaign), Path(sm.output[0]))
+    write(
+        json.loads(Path(sm.input.results).read_text()), CampaignInfo.from_json(sm.params.campaign), Path(sm.output[0])
+    )
 
 
 logged(sm.log[0], main)

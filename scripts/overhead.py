@@ -6,6 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
+from perfsnake.contract import CampaignInfo  # noqa: E402
 from perfsnake.scripting import logged  # noqa: E402
 from perfsnake.stages.analysis import overhead_rows  # noqa: E402
 from perfsnake.statistics.records import write_csv  # noqa: E402
@@ -14,14 +15,14 @@ sm = snakemake  # noqa: F821
 
 
 def main() -> None:
-    info = json.loads(sm.params.campaign)
+    info = CampaignInfo.from_json(sm.params.campaign)
     main_results = json.loads(Path(sm.input.main).read_text())
     controls = {
         variant: json.loads(Path(path).read_text())
         for variant, path in zip(json.loads(sm.params.variants), sm.input.controls)
     }
     rows = overhead_rows(main_results, controls, info)
-    write_csv(Path(sm.output[0]), rows, [*info["variables"], "instruments", "metric"])
+    write_csv(Path(sm.output[0]), rows, [*info.variables, "instruments", "metric"])
 
 
 logged(sm.log[0], main)

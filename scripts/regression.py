@@ -7,6 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
+from perfsnake.contract import CampaignInfo  # noqa: E402
 from perfsnake.scripting import campaign_of, logged  # noqa: E402
 from perfsnake.stages import regression  # noqa: E402
 
@@ -15,15 +16,14 @@ sm = snakemake  # noqa: F821
 
 def main() -> None:
     results = json.loads(Path(sm.input.results).read_text())
-    info = campaign_of(sm)
+    info = CampaignInfo.from_dict(campaign_of(sm))
     if str(sm.output[0]).endswith("steps.csv"):  # not the rule name: a module prefix changes it
         regression.write_steps(Path(sm.output[0]), regression.steps_table(results, info))
         return
     with open(sm.input.steps, newline="") as f:
         steps = [{**r, "significant": r["significant"] == "True"} for r in csv.DictReader(f)]
-    units = info.get("units") or {}
     outputs = [Path(sm.output.svg), Path(sm.output.png), Path(sm.output.pdf)]
-    regression.draw(results, info, sm.wildcards.metric, steps, outputs, units.get(sm.wildcards.metric))
+    regression.draw(results, info, sm.wildcards.metric, steps, outputs, info.units.get(sm.wildcards.metric))
 
 
 logged(sm.log[0], main)

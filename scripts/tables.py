@@ -6,6 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
+from perfsnake.contract import CampaignInfo  # noqa: E402
 from perfsnake.scripting import campaign_of, logged, unflow  # noqa: E402
 from perfsnake.stages import tables  # noqa: E402
 
@@ -13,8 +14,8 @@ sm = snakemake  # noqa: F821
 
 
 def main() -> None:
-    info = campaign_of(sm)
-    name = info["name"]
+    info = CampaignInfo.from_dict(campaign_of(sm))
+    name = info.name
     # Dispatch on the outputs, not on the rule's name, which a Snakemake
     # module may prefix (`use rule * from perfsnake as ps_*`).
     if hasattr(sm.output, "md"):

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from helpers import snakemake, write_campaign
 
+from perfsnake.contract import CampaignInfo
 from perfsnake.results import read_csv, read_metadata
 from perfsnake.stages.aggregate import aggregate, rows_of
 
@@ -46,7 +47,7 @@ def test_csv_with_metadata_round_trips(tmp_path):
         "metrics": ["v"],
     }
     csv, js, cmds = tmp_path / "c.csv", tmp_path / "c.json", tmp_path / "commands.sh"
-    aggregate(results, info, csv, js, cmds)
+    aggregate(results, CampaignInfo.from_dict(info), csv, js, cmds)
     lines = csv.read_text().splitlines()
     assert lines[0].startswith("# metadata_lines: ") and lines[1].startswith("# campaign: c")
     assert not any(line.startswith("#") for line in lines[int(lines[0].split()[-1]) :])  # nothing below the header
@@ -106,7 +107,7 @@ def test_hostile_values_read_back_exactly(tmp_path):
         "metrics": ["v", "label"],
     }
     csv = tmp_path / "c.csv"
-    aggregate(results, info, csv, tmp_path / "c.json", tmp_path / "commands.sh")
+    aggregate(results, CampaignInfo.from_dict(info), csv, tmp_path / "c.json", tmp_path / "commands.sh")
     frame = read_csv(csv)
     assert (
         list(frame["x"]) == HOSTILE
@@ -131,7 +132,7 @@ def test_values_read_back_with_the_types_the_campaign_gave_them(tmp_path):
     info = {"name": "c", "file": "c.yaml", "sha256": "ab" * 32, "benchmark": "command",
             "variables": ["cpu_list", "tag", "x", "mixed"], "metrics": ["v", "n"]}  # fmt: skip
     csv = tmp_path / "c.csv"
-    aggregate(results, info, csv, tmp_path / "c.json", tmp_path / "commands.sh")
+    aggregate(results, CampaignInfo.from_dict(info), csv, tmp_path / "c.json", tmp_path / "commands.sh")
     frame = read_csv(csv)
     assert list(frame["cpu_list"]) == ["", "0", ""] and list(frame["tag"]) == ["007", "010", "010"]
     assert list(frame["mixed"]) == [1, "a", "NA"]

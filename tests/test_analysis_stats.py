@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy import signal
 
+from perfsnake.contract import CampaignInfo
 from perfsnake.stages.analysis import analyse, comparison_rows, summary_rows
 
 
@@ -21,8 +22,8 @@ def results(values: dict[str, np.ndarray]) -> list[dict]:
     return out
 
 
-def info(**statistics) -> dict:
-    return {"name": "sim", "variables": ["v"], "statistics": statistics}
+def info(**statistics) -> CampaignInfo:
+    return CampaignInfo.from_dict({"name": "sim", "variables": ["v"], "statistics": statistics})
 
 
 def null_campaign(seed: int) -> list[dict]:
@@ -62,11 +63,13 @@ def test_compare_and_metrics_limit_the_comparisons():
                 data.append({"variables": {"x": x, "y": y}, "metrics": {"value": float(rng.normal()), "other": 1.0 + i},
                              "status": "ok", "start_epoch": len(data), "wall_s": 1.0})  # fmt: skip
     base = {"name": "c", "variables": ["x", "y"]}
-    everything = comparison_rows(data, {**base, "statistics": {}})
+    everything = comparison_rows(data, CampaignInfo.from_dict({**base, "statistics": {}}))
     assert {r["metric"] for r in everything} == {"wall_s", "value", "other"} and {
         r["variable"] for r in everything
     } == {"x", "y"}
-    limited = comparison_rows(data, {**base, "statistics": {"compare": ["x"], "metrics": ["value"]}})
+    limited = comparison_rows(
+        data, CampaignInfo.from_dict({**base, "statistics": {"compare": ["x"], "metrics": ["value"]}})
+    )
     assert len(limited) == 2 and {(r["metric"], r["variable"]) for r in limited} == {("value", "x")}
 
 

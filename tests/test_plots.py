@@ -12,15 +12,20 @@ import pandas as pd
 import pytest
 
 from perfsnake.campaign import load_campaign
+from perfsnake.contract import CampaignInfo
 from perfsnake.errors import CampaignError
 from perfsnake.stages.report import METRIC, VALUE, chart, draw, parse_units, summarise
 
 LOCKS = ["pthread", "cas", "mcs"]  # campaign order, not alphabetical
-INFO = {
-    "pretty": {"lock": {"pthread": "glibc"}},
-    "values": {"lock": LOCKS, "nb_threads": ["1", "2", "4"]},
-    "statistics": {"confidence": 0.95, "statistic": "mean"},
-}
+INFO = CampaignInfo.from_dict(
+    {
+        "name": "locks",
+        "variables": ["lock", "nb_threads"],
+        "pretty": {"lock": {"pthread": "glibc"}},
+        "values": {"lock": LOCKS, "nb_threads": ["1", "2", "4"]},
+        "statistics": {"confidence": 0.95, "statistic": "mean"},
+    }
+)
 
 
 def lock_rows(runs: int = 4, seed: int = 3) -> list[dict]:
@@ -38,7 +43,7 @@ def lock_rows(runs: int = 4, seed: int = 3) -> list[dict]:
 
 def spec_of(spec: dict, rows: list[dict] | None = None, units: dict | None = None) -> dict:
     frame = pd.DataFrame(lock_rows() if rows is None else rows)
-    return chart(frame, spec, INFO["pretty"], 0.95, "mean", INFO["values"], units).to_dict()
+    return chart(frame, spec, INFO.pretty, 0.95, "mean", INFO.values, units).to_dict()
 
 
 def layers(d: dict) -> list[dict]:
@@ -111,7 +116,7 @@ def test_interval_in_title_only_when_there_is_one_and_never_below_zero():
     one = spec_of(BAR, rows=lock_rows(runs=1))
     assert "CI" not in one["title"]["subtitle"] and len(layers(one)) == 1
     wide = [{"k": "a", "run": i, "start": i, "status": "ok", "y": v} for i, v in enumerate((0.1, 5.0, 0.2))]
-    rows = data_of(chart(pd.DataFrame(wide), {"kind": "bar", "x": "k", "y": "y"}, {}).to_dict())
+    rows = data_of(chart(pd.DataFrame(wide), {"kind": "bar", "x": "k", "y": "y"}, {}, 0.95, "mean").to_dict())
     assert rows[0]["lo"] == 0.0 and rows[0]["hi"] > 0
 
 

@@ -10,6 +10,7 @@ import pytest
 from helpers import ROOT, snakemake, write_campaign
 
 from perfsnake.campaign import load_campaign
+from perfsnake.contract import CampaignInfo
 from perfsnake.planning import CampaignIndex
 from perfsnake.stages import tables
 from perfsnake.statistics.intervals import median_interval
@@ -32,7 +33,7 @@ def summary() -> pd.DataFrame:
 
 
 def test_summary_rows_with_interval_n_and_ratio_to_the_baseline():
-    table = tables.summary_table(summary(), INFO)
+    table = tables.summary_table(summary(), CampaignInfo.from_dict(INFO))
     assert list(table.columns) == ["lock", "t", "metric", "mean", "95 % CI", "n", "relative"]
     cas1 = table[(table["lock"] == "CAS") & (table["t"] == "1")].iloc[0]
     assert cas1["mean"] == "200.0 ± 6.0" and cas1["95 % CI"] == "[194.0, 206.0]" and cas1["n"] == 5
@@ -41,7 +42,7 @@ def test_summary_rows_with_interval_n_and_ratio_to_the_baseline():
     cas2 = table[(table["lock"] == "CAS") & (table["t"] == "2")].iloc[0]  # against pthread at t=2, not t=1
     assert cas2["relative"].startswith("2.00 ± ")
     assert table[table["lock"] == "pthread"]["relative"].tolist() == ["1.00x (baseline)"] * 2
-    no_base = tables.summary_table(summary(), {**INFO, "statistics": {"statistic": "median"}})
+    no_base = tables.summary_table(summary(), CampaignInfo.from_dict({**INFO, "statistics": {"statistic": "median"}}))
     assert "relative" not in no_base and no_base["median"].iloc[0] == "100.0"  # no interval: the value alone
 
 
@@ -55,7 +56,7 @@ def test_markdown_latex_and_org_exports(tmp_path):
     src = tmp_path / "summary.csv"
     summary().to_csv(src, index=False)
     md, tex, org = tmp_path / "s.md", tmp_path / "s.tex", tmp_path / "s.org"
-    tables.write_summary_tables(src, {**INFO, "name": "c_1"}, md, tex, org)
+    tables.write_summary_tables(src, CampaignInfo.from_dict({**INFO, "name": "c_1"}), md, tex, org)
     lines = md.read_text().splitlines()
     assert lines[0] == "| lock | t | metric | mean | 95 % CI | n | relative |"
     assert lines[1] == "|:---|:---|:---|---:|---:|---:|---:|" and len(lines) == 6
@@ -140,7 +141,10 @@ def test_report_shows_landing_tables_and_captions(tmp_path):
 
 
 def test_landing_fragment_names_counts_machine_and_files():
-    frag = tables.landing_fragment({"name": "c", "records": 2, "benchmark": "b", "variables": ["x"], "values": {"x": ["1", "2"]}},
+    info = CampaignInfo.from_dict(
+        {"name": "c", "records": 2, "benchmark": "b", "variables": ["x"], "values": {"x": ["1", "2"]}}
+    )
+    frag = tables.landing_fragment(info,
                                    {"runs": 4, "runs_ok": 3, "runs_failed": 1, "runs_timeout": 0, "cpu_model": "Z80 <fast>"}, "Desc & more", ["c.csv"])  # fmt: skip
     assert (
         "4 (3 / 1 / 0)" in frag
@@ -152,7 +156,7 @@ def test_landing_fragment_names_counts_machine_and_files():
 
 def test_constant_variables_left_out_of_the_rows():
     frame = summary().assign(flags="-O2")
-    table = tables.summary_table(frame, {**INFO, "variables": ["flags", "lock", "t"]})
+    table = tables.summary_table(frame, CampaignInfo.from_dict({**INFO, "variables": ["flags", "lock", "t"]}))
     assert "flags" not in table and "lock" in table
 
 
@@ -189,7 +193,7 @@ def test_a_median_campaign_names_the_order_statistic_interval_it_computes(tmp_pa
     (tmp_path / "comparisons.csv").write_text("metric\n")
     (tmp_path / "significant.md").write_text("")
     out = {k: tmp_path / f"{k}.html" for k in ("landing", "machine", "summary", "comparisons", "significant")}
-    info = {"name": "med", "variables": ["x"], "statistics": c.data["statistics"]}
+    info = CampaignInfo.from_dict({"name": "med", "variables": ["x"], "statistics": c.data["statistics"]})
     tables.write_pages(info, "", rows, summary_csv, tmp_path / "comparisons.csv", tmp_path / "significant.md", [], out)
     page = out["summary"].read_text()
     assert "median with its 95 % confidence interval (exact order-statistic" in page

@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.machine.requirements": 1,  # a campaign's `requires:` against machine.metadata's facts
     "perfsnake.statistics": 1,  # every estimator and test (numpy, scipy, ruptures)
     "perfsnake.importers": 1,  # other tools' files, parsed
+    "perfsnake.contract": 2,  # what a stage knows of its campaign (CampaignInfo): planning -> stages
     "perfsnake.precision": 2,
     "perfsnake.floor": 2,
     "perfsnake.bisect": 2,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 
+from perfsnake.contract import CampaignInfo
 from perfsnake.machine.metadata import host_metadata
 from perfsnake.machine.requirements import requirement_metadata
 from perfsnake.platforms import PLATFORM_FILE
@@ -97,23 +97,22 @@ def platform_metadata(results: list[dict], kind: str) -> dict[str, object]:
 
 
 def aggregate(
-    results_file: str | Path, info: Mapping[str, object], csv_path: Path, json_path: Path, commands_path: Path
+    results_file: str | Path, info: CampaignInfo, csv_path: Path, json_path: Path, commands_path: Path
 ) -> None:
     results = load_results(results_file)
-    variables = list(info["variables"])  # type: ignore[call-overload]
-    rows, columns = rows_of(results, variables, list(info["metrics"]))  # type: ignore[call-overload]
-    head = {
-        "campaign": info["name"],
-        "campaign_file": info["file"],
-        "campaign_sha256": info["sha256"],
-        "benchmark": info["benchmark"],
+    rows, columns = rows_of(results, list(info.variables), list(info.metrics))
+    head: dict[str, object] = {
+        "campaign": info.name,
+        "campaign_file": info.file,
+        "campaign_sha256": info.sha256,
+        "benchmark": info.benchmark,
         # Imported results say what their tool recorded of its machine, not this one's.
-        **(dict(info["imported"]) if info.get("imported") else host_metadata()),  # type: ignore[call-overload]
+        **(dict(info.imported) if info.imported else host_metadata()),
     }
-    if not info.get("imported"):
-        head |= platform_metadata(results, str(info.get("platform", "local")))
+    if not info.imported:
+        head |= platform_metadata(results, info.platform)
         # The campaign's required machine state and what of it was unmet (perfsnake.machine.requirements).
-        head |= requirement_metadata(info.get("requires"))  # type: ignore[arg-type]
+        head |= requirement_metadata(info.requires)
     units: dict[str, str] = {}
     for res in results:
         units.update(res.get("units") or {})

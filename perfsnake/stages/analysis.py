@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from perfsnake import floor, gates, layout, why
+from perfsnake.contract import CampaignInfo
 from perfsnake.escape import record_path, value_text
 from perfsnake.statistics.modes import two_modes
-from perfsnake.statistics.records import numeric_metrics, options, pairs, record_key, samples_by_record, write_csv
+from perfsnake.statistics.records import numeric_metrics, pairs, record_key, samples_by_record, write_csv
 from perfsnake.statistics.summaries import spread_flags, summarise, trend
 from perfsnake.statistics.tests import adjust, welch_on_subsessions
 
@@ -37,9 +38,9 @@ LOAD_DRIFT = 1.0
 SUMMARY_FIELDS = {"metric", "flags"}
 
 
-def summary_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[str, object]]:
-    opts = options(info)
-    variables = list(info["variables"])  # type: ignore[call-overload]
+def summary_rows(results: list[dict], info: CampaignInfo) -> list[dict[str, object]]:
+    stats = info.statistics
+    variables = list(info.variables)
     dropped: dict[tuple[str, ...], int] = {}
     reached: dict[tuple[str, ...], dict[str, object]] = {}
     runs: dict[tuple[str, ...], list[dict]] = {}
@@ -54,10 +55,10 @@ def summary_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[s
     rows = []
     for metric in numeric_metrics(results):
         for key, x in samples_by_record(results, variables, metric).items():
-            s = summarise(x, float(opts["confidence"]), float(opts["autocorrelation_threshold"]))  # type: ignore[arg-type]
+            s = summarise(x, float(stats.confidence), float(stats.autocorrelation_threshold))
             tau, p = trend(x)
             modes = two_modes(x)
-            warnings = [*spread_flags(x, float(opts["unstable_cv"]), float(opts["unstable_max_min"])), *machine[key]]  # type: ignore[arg-type]
+            warnings = [*spread_flags(x, float(stats.unstable_cv), float(stats.unstable_max_min)), *machine[key]]
             if modes:
                 warnings.append(f"two modes: {modes.describe()} (its mean describes neither)")
             row = {**dict(zip(variables, key, strict=True)), "metric": metric, **s.as_dict(), "warmup_samples_dropped": dropped.get(key, 0),
@@ -67,11 +68,11 @@ def summary_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[s
                 row["precision_rel_ci"] = reached[key]["rel_ci"]
                 row["precision_runs_ok"] = reached[key]["ok"]
             rows.append(row)
-    adjusted = adjust([float(r["trend_p"]) for r in rows], str(opts["correction"]))  # type: ignore[arg-type]
+    adjusted = adjust([float(r["trend_p"]) for r in rows], stats.correction)  # type: ignore[arg-type]
     for row, p_adj in zip(rows, adjusted, strict=True):
         flags: list[str] = list(row["flags"])  # type: ignore[call-overload]
         row["trend_p_adjusted"] = p_adj
-        if p_adj < float(opts["alpha"]):  # type: ignore[arg-type]
+        if p_adj < float(stats.alpha):
             flags.append(f"trend over run order: tau {float(row['trend_tau']):+.2f}, adjusted p {p_adj:.2g}")  # type: ignore[arg-type]
         row["flags"] = "; ".join(flags)
     return rows
@@ -103,28 +104,28 @@ def machine_drift_flags(record_runs: list[dict], campaign_runs: list[dict]) -> l
     return flags
 
 
-def comparison_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[str, object]]:
+def comparison_rows(results: list[dict], info: CampaignInfo) -> list[dict[str, object]]:
     """Welch's tests between records one variable apart, limited to
     statistics.compare (variables) and statistics.metrics when given, with
     p-values adjusted over all of them (statistics.correction)."""
-    opts = options(info)
-    variables = list(info["variables"])  # type: ignore[call-overload]
-    compared = opts["compare"] or variables
+    stats = info.statistics
+    variables = list(info.variables)
+    compared = stats.compare or variables
     rows = []
     for metric in numeric_metrics(results):
-        if opts["metrics"] and metric not in opts["metrics"]:  # type: ignore[operator]
+        if stats.metrics and metric not in stats.metrics:
             continue
         samples = samples_by_record(results, variables, metric)
         keys = [k for k, x in samples.items() if len(x) >= 2]
-        for a, b, var in pairs(keys, variables, opts["baseline"], info.get("values")):  # type: ignore[arg-type]
-            if var not in compared:  # type: ignore[operator]
+        for a, b, var in pairs(keys, variables, stats.baseline, info.values):
+            if var not in compared:
                 continue
             comp, size = welch_on_subsessions(
                 samples[a],
                 samples[b],
-                float(opts["confidence"]),  # type: ignore[arg-type]
-                float(opts["alpha"]),  # type: ignore[arg-type]
-                float(opts["autocorrelation_threshold"]),  # type: ignore[arg-type]
+                float(stats.confidence),
+                float(stats.alpha),
+                float(stats.autocorrelation_threshold),
             )
             fixed = {v: a[j] for j, v in enumerate(variables) if v != var}
             rows.append({
@@ -134,9 +135,9 @@ def comparison_rows(results: list[dict], info: Mapping[str, object]) -> list[dic
                 "record_a": record_path(dict(zip(variables, a, strict=True)), variables),
                 "record_b": record_path(dict(zip(variables, b, strict=True)), variables),
                 "n_a": len(samples[a]), "n_b": len(samples[b]), "subsession_size": size,
-                **comp.__dict__, "alpha": opts["alpha"], "confidence": opts["confidence"],
+                **comp.__dict__, "alpha": stats.alpha, "confidence": stats.confidence,
             })  # fmt: skip
-    return corrected(rows, str(opts["correction"]), float(opts["alpha"]))  # type: ignore[arg-type]
+    return corrected(rows, stats.correction, float(stats.alpha))
 
 
 def corrected(rows: list[dict[str, object]], correction: str, alpha: float) -> list[dict[str, object]]:
@@ -225,22 +226,22 @@ def write_significant(
 
 
 def gate_rows(
-    results: list[dict], info: Mapping[str, object], baselines: Mapping[str, list[dict]] | None = None
+    results: list[dict], info: CampaignInfo, baselines: Mapping[str, list[dict]] | None = None
 ) -> list[dict[str, object]]:
     """The verdicts of the campaign's reference gates (perfsnake.gates)."""
-    refs = list(info.get("references") or [])  # type: ignore[call-overload]
+    refs = list(info.references)
     if not refs:
         return []
-    variables = list(info["variables"])  # type: ignore[call-overload]
+    variables = list(info.variables)
     metrics = {str(r["metric"]) for r in refs}
     samples = {m: samples_by_record(results, variables, m) for m in metrics}
     earlier = {d: {m: samples_by_record(rows, variables, m) for m in metrics} for d, rows in (baselines or {}).items()}
-    return gates.evaluate(refs, samples, variables, options(info), earlier)
+    return gates.evaluate(refs, samples, variables, info.statistics.as_dict(), earlier)
 
 
 def analyse(
     results: list[dict],
-    info: Mapping[str, object],
+    info: CampaignInfo,
     summary: Path,
     comparisons: Path,
     significant: Path,
@@ -249,7 +250,7 @@ def analyse(
     floors: Mapping[tuple[str, str], float] | None = None,
 ) -> None:
     """`floors`: the layout noise floor per (record path, metric) (noise_floor.csv)."""
-    variables = list(info["variables"])  # type: ignore[call-overload]
+    variables = list(info.variables)
     rows = summary_rows(results, info)
     verdicts = gate_rows(results, info, baselines)
     if floors is not None:
@@ -267,11 +268,11 @@ def analyse(
     if gates_out is not None:
         write_csv(gates_out, verdicts, ["gate", *variables, "metric", "kind", "verdict", "reason"])
     comps = comparison_rows(results, info)
-    spec = info.get("profile_differences")
+    spec = info.profile_differences
     # The comparisons profile_differences explains point at their profile
     # (pick returns copies: mark the rows themselves).
-    name = str(info["name"])
-    for picked in why.pick(comps, int(spec["top"])) if spec else []:  # type: ignore[index]
+    name = info.name
+    for picked in why.pick(comps, int(spec["top"])) if spec else []:
         row = next(r for r in comps if all(r[k] == picked[k] for k in ("metric", "record_a", "record_b")))
         table = layout.why_symbols(name, layout.flat(str(row["record_a"])), layout.flat(str(row["record_b"])))
         row["profile"] = str(Path(table).relative_to(layout.campaign_dir(name)))
@@ -281,19 +282,19 @@ def analyse(
     write_significant(
         significant,
         comps,
-        str(info["name"]),
+        info.name,
         [{**{v: r[v] for v in variables}, "metric": r["metric"], "flags": r["flags"]} for r in rows],
         verdicts,
         adjacent_versions(comps, info),
     )
 
 
-def adjacent_versions(comps: list[dict[str, object]], info: Mapping[str, object]) -> list[dict[str, object]]:
+def adjacent_versions(comps: list[dict[str, object]], info: CampaignInfo) -> list[dict[str, object]]:
     """The comparisons of each version with the one before it in the range, for the gated or plotted metrics."""
     out = []
-    for var in info.get("versions") or []:  # type: ignore[attr-defined]
-        order = [value_text(v) for v in info["values"][var]]  # type: ignore[index]
-        metrics = set(info.get("regression_metrics") or [])  # type: ignore[call-overload]
+    for var in info.versions:
+        order = [value_text(v) for v in info.values[var]]
+        metrics = set(info.regression_metrics)
         for r in comps:
             if r["variable"] == var and r["metric"] in metrics and str(r["a"]) in order and str(r["b"]) in order:
                 if order.index(str(r["b"])) == order.index(str(r["a"])) + 1:
@@ -301,17 +302,15 @@ def adjacent_versions(comps: list[dict[str, object]], info: Mapping[str, object]
     return out
 
 
-def overhead_rows(
-    main: list[dict], controls: Mapping[str, list[dict]], info: Mapping[str, object]
-) -> list[dict[str, object]]:
+def overhead_rows(main: list[dict], controls: Mapping[str, list[dict]], info: CampaignInfo) -> list[dict[str, object]]:
     """The observer effect (Pilot III-C): each instrumented variant against the
     uninstrumented control, per record and metric, with Welch's test.
 
     `controls` maps a variant (`control`, `only-<instrument>`) to its results;
     `all` compares the campaign itself with `control`.
     """
-    opts = options(info)
-    variables = list(info["variables"])  # type: ignore[call-overload]
+    stats = info.statistics
+    variables = list(info.variables)
     base = controls.get("control", [])
     variants = [("all", main)] + [(v.removeprefix("only-"), res) for v, res in controls.items() if v != "control"]
     rows = []
@@ -325,11 +324,7 @@ def overhead_rows(
                 if len(x) < 2 or len(y) < 2:
                     continue
                 comp, size = welch_on_subsessions(
-                    y,
-                    x,
-                    float(opts["confidence"]),  # type: ignore[arg-type]
-                    float(opts["alpha"]),  # type: ignore[arg-type]
-                    float(opts["autocorrelation_threshold"]),  # type: ignore[arg-type]
+                    y, x, float(stats.confidence), float(stats.alpha), float(stats.autocorrelation_threshold)
                 )
                 rows.append({
                     **dict(zip(variables, key, strict=True)), "instruments": label, "metric": metric,
@@ -339,4 +334,4 @@ def overhead_rows(
                     "welch_t": comp.welch_t, "df": comp.df, "p_value": comp.p_value,
                     "significant": comp.significant, "n_instrumented": len(x), "n_control": len(y),
                 })  # fmt: skip
-    return corrected(rows, str(opts["correction"]), float(opts["alpha"]))  # type: ignore[arg-type]
+    return corrected(rows, stats.correction, float(stats.alpha))

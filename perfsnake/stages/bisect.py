@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfsnake import bisect, versions
+from perfsnake.contract import Statistics
 from perfsnake.escape import value_text
 from perfsnake.stages.precision import metric_values
 
@@ -83,7 +84,7 @@ def decide_step(index: CampaignIndex, name: str, step: int, inputs: list[str], o
         state = json.loads(Path(previous[0]).read_text())
     order = ordered_versions(c)
     missing = [v for v in (order[0], order[-1]) if len(values.get(v, [])) < 2]
-    alpha = float(c.data["statistics"]["alpha"])
+    alpha = float(Statistics.from_dict(c.data["statistics"]).alpha)
     if missing:  # failed runs: nothing to decide on
         decision: dict[str, object] = {"done": True, "verdict": f"undecided: fewer than 2 ok runs of {missing[0]}",
                                        "steps": list(state["steps"]) if state else [], "next": {}}  # fmt: skip
@@ -116,7 +117,9 @@ def write_report(index: CampaignIndex, name: str, final: str, output: str) -> No
         first, previous = decision["first"], decision["previous"]
         subject = versions.subjects(range_spec, [first]).get(first, "")
         values = decision["values"]
-        change = bisect.compare(values[previous], values[first], threshold, alpha=float(c.data["statistics"]["alpha"]))
+        change = bisect.compare(
+            values[previous], values[first], threshold, alpha=float(Statistics.from_dict(c.data["statistics"]).alpha)
+        )
         lines += [f"**First commit that changed {metric}: `{first}`** ({subject})", "",
                   f"- against `{previous}`, the commit before it: {_pct(change['relative'])} "
                   f"(mean {change['mean_a']:.4g} -> {change['mean_b']:.4g}, difference "

@@ -12,6 +12,7 @@ import numpy as np
 
 from perfsnake import expressions, layout, safefile
 from perfsnake.benchmarks.base import Benchmark
+from perfsnake.contract import Statistics
 from perfsnake.escape import record_path
 from perfsnake.instruments import Instruments
 from perfsnake.machine import state as machine_state
@@ -181,7 +182,7 @@ def collect_record_run(c: Campaign, record_path: str, run: int, workdir: Path) -
     record = c.by_path[record_path]
     rdir = layout.here(layout.run_dir(c.name, record_path, run), workdir)
     result = collect_run(rdir, c.benchmark, c.run_params(record), record.values, c.name, run, c.instruments,
-                         warmup=str(c.data["statistics"]["warmup"]))  # fmt: skip
+                         warmup=Statistics.from_dict(c.data["statistics"]).warmup)  # fmt: skip
     if c.derived:
         metrics: dict[str, object] = result["metrics"]  # type: ignore[assignment]
         values = {**record.values, "wall_s": result["wall_s"], **metrics}

@@ -4,21 +4,21 @@ built and run: stages.layouts)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 from perfsnake import layout
+from perfsnake.contract import CampaignInfo
 from perfsnake.statistics.noise_floor import layout_floor
-from perfsnake.statistics.records import numeric_metrics, options, samples_by_record, write_csv
+from perfsnake.statistics.records import numeric_metrics, samples_by_record, write_csv
 
 FIRST = ["metric", "layouts", "runs", "mean", "floor", "floor_low", "floor_high"]
 
 
-def floor_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[str, object]]:
+def floor_rows(results: list[dict], info: CampaignInfo) -> list[dict[str, object]]:
     """Per selected record and metric: its floor over the layouts, with the
     variance components behind it."""
-    variables = list(info["variables"])  # type: ignore[call-overload]
-    confidence = float(options(info)["confidence"])  # type: ignore[arg-type]
+    variables = list(info.variables)
+    confidence = float(info.statistics.confidence)
     rows = []
     for metric in numeric_metrics(results):
         groups: dict[tuple[str, ...], list] = {}
@@ -39,5 +39,5 @@ def floor_rows(results: list[dict], info: Mapping[str, object]) -> list[dict[str
     return rows
 
 
-def write(results: list[dict], info: Mapping[str, object], out: Path) -> None:
-    write_csv(out, floor_rows(results, info), [*info["variables"], *FIRST])  # type: ignore[misc]
+def write(results: list[dict], info: CampaignInfo, out: Path) -> None:
+    write_csv(out, floor_rows(results, info), [*info.variables, *FIRST])

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from perfsnake import layout, precision
+from perfsnake.contract import Statistics
 from perfsnake.errors import CampaignError
 from perfsnake.escape import value_text
 from perfsnake.stages.collect import collect_record_run
@@ -55,13 +56,13 @@ def comparisons(c: Campaign) -> list[tuple[str, str, str]]:
     statistics.compare and baseline select: the pairs comparisons.csv has."""
     from perfsnake.statistics.records import pairs
 
-    stats = c.data["statistics"]
+    stats = Statistics.from_dict(c.data["statistics"])
     keys = {tuple(value_text(r.values[v]) for v in c.variables): r.path for r in c.records}
     # each variable's values in the campaign's order: a of a pair is the one listed first
     values = {v: list(dict.fromkeys(value_text(r.values[v]) for r in c.records)) for v in c.variables}
     out = []
-    for a, b, var in pairs(list(keys), list(c.variables), stats.get("baseline"), values):
-        if not stats.get("compare") or var in stats["compare"]:
+    for a, b, var in pairs(list(keys), list(c.variables), stats.baseline, values):
+        if not stats.compare or var in stats.compare:
             out.append((keys[a], keys[b], var))
     return out
 

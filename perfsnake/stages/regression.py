@@ -14,17 +14,18 @@ the change.
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
+from perfsnake.contract import CampaignInfo
 from perfsnake.escape import value_text
 from perfsnake.stages.report import INK, SI_AXIS
 from perfsnake.statistics.changepoints import find_steps
-from perfsnake.statistics.records import options, samples_by_record
+from perfsnake.statistics.records import samples_by_record
 from perfsnake.statistics.summaries import summarise
 from perfsnake.statistics.tests import adjust
 
@@ -32,30 +33,30 @@ STEP_COLUMNS = ["metric", "series", "version", "previous", "mean_before", "mean_
                 "diff_ci_low", "diff_ci_high", "p_value", "p_adjusted", "significant"]  # fmt: skip
 
 
-def series_of(results: list[dict], info: Mapping[str, object], metric: str) -> dict[str, list[tuple[str, np.ndarray]]]:
+def series_of(results: list[dict], info: CampaignInfo, metric: str) -> dict[str, list[tuple[str, np.ndarray]]]:
     """Per combination of the other variables ("series"), the versions in range
     order with their ok runs."""
-    variables = list(info["variables"])  # type: ignore[call-overload]
-    version = str(list(info["versions"])[0])  # type: ignore[call-overload]
-    order = [value_text(v) for v in info["values"][version]]  # type: ignore[index]
+    variables = list(info.variables)
+    version = info.versions[0]
+    order = [value_text(v) for v in info.values[version]]
     others = [v for v in variables if v != version]
     out: dict[str, dict[str, np.ndarray]] = {}
     for key, x in samples_by_record(results, variables, metric).items():
         values = dict(zip(variables, key, strict=True))
-        label = ", ".join(f"{v}={values[v]}" for v in others if len(info["values"][v]) > 1) or "all"  # type: ignore[index]
+        label = ", ".join(f"{v}={values[v]}" for v in others if len(info.values[v]) > 1) or "all"
         out.setdefault(label, {})[values[version]] = x
     return {label: [(v, runs[v]) for v in order if v in runs] for label, runs in out.items()}
 
 
-def steps_table(results: list[dict], info: Mapping[str, object]) -> list[dict[str, object]]:
-    opts = options(info)
+def steps_table(results: list[dict], info: CampaignInfo) -> list[dict[str, object]]:
+    stats = info.statistics
     rows: list[dict[str, object]] = []
-    for metric in info["regression_metrics"]:  # type: ignore[attr-defined]
-        for label, versions in series_of(results, info, str(metric)).items():
-            rows += [{"metric": metric, "series": label, **s} for s in find_steps(versions, opts)]
+    for metric in info.regression_metrics:
+        for label, versions in series_of(results, info, metric).items():
+            rows += [{"metric": metric, "series": label, **s} for s in find_steps(versions, stats.as_dict())]
     for row, p_adj in zip(rows, adjust([float(r["p_value"]) for r in rows], "holm"), strict=True):
         row["p_adjusted"] = p_adj
-        row["significant"] = bool(p_adj < float(opts["alpha"]))
+        row["significant"] = bool(p_adj < float(stats.alpha))
     return rows
 
 
@@ -67,10 +68,10 @@ def write_steps(path: Path, rows: list[dict[str, object]]) -> None:
         writer.writerows(rows)
 
 
-def draw(results: list[dict], info: Mapping[str, object], metric: str, steps: list[dict[str, object]],
+def draw(results: list[dict], info: CampaignInfo, metric: str, steps: list[dict[str, object]],
          outputs: Sequence[Path], unit: str | None = None) -> None:  # fmt: skip
     """The metric per version (range order) with its interval, one line per series; steps as dashed rules."""
-    opts = options(info)
+    stats = info.statistics
     rows = []
     order: list[str] = []
     for label, versions in series_of(results, info, metric).items():
@@ -79,7 +80,7 @@ def draw(results: list[dict], info: Mapping[str, object], metric: str, steps: li
                 order.append(version)
             if not len(x):
                 continue
-            s = summarise(x, float(opts["confidence"]), float(opts["autocorrelation_threshold"]))
+            s = summarise(x, float(stats.confidence), float(stats.autocorrelation_threshold))
             rows.append(
                 {
                     "version": version,
@@ -91,7 +92,7 @@ def draw(results: list[dict], info: Mapping[str, object], metric: str, steps: li
                 }
             )
     table = pd.DataFrame(rows, columns=["version", "series", "value", "lo", "hi", "n"])
-    xenc = alt.X("version:N", sort=order, title=str(list(info["versions"])[0]), axis=alt.Axis(labelAngle=-40))  # type: ignore[call-overload]
+    xenc = alt.X("version:N", sort=order, title=info.versions[0], axis=alt.Axis(labelAngle=-40))
     title = f"{metric} ({unit})" if unit else metric
     colour = alt.Color("series:N", title=None) if table["series"].nunique() > 1 else alt.value("#4c78a8")
     y = alt.Y("value:Q", title=title, axis=SI_AXIS)
@@ -111,7 +112,7 @@ def draw(results: list[dict], info: Mapping[str, object], metric: str, steps: li
             x=xenc, y=alt.value(8), text="label:N"))  # fmt: skip
     chart = alt.layer(*layers).properties(
         width=max(240, 28 * len(order)), height=180,
-        title=alt.TitleParams(f"{metric} along {list(info['versions'])[0]}", subtitle=f"mean, {float(opts['confidence']):.0%} CI; dashed: steps"),  # type: ignore[call-overload]
+        title=alt.TitleParams(f"{metric} along {info.versions[0]}", subtitle=f"mean, {float(stats.confidence):.0%} CI; dashed: steps"),
     )  # fmt: skip
     for out in outputs:
         chart.save(str(out), scale_factor=2) if Path(out).suffix == ".png" else chart.save(str(out))

@@ -15,16 +15,17 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import altair as alt
 import numpy as np
 import pandas as pd
 
+from perfsnake.contract import CampaignInfo, Statistics
 from perfsnake.escape import value_text
 from perfsnake.statistics.modes import two_modes
 from perfsnake.statistics.summaries import summarise as summarise_samples
 
-CONFIDENCE = 0.95
 WIDTH, HEIGHT = 240, 160  # one panel; about a column of a two-column paper
 JITTER_SEED = 20240601  # strip plots: the same data always gives the same file
 INK = "#222222"  # error bars and medians: visible on any fill
@@ -34,9 +35,7 @@ METRIC = "metric__"  # field holding the metric of a panel when y lists several
 VALUE = "value__"
 
 
-def summarise(
-    frame: pd.DataFrame, keys: list[str], y: str, confidence: float = CONFIDENCE, statistic: str = "mean"
-) -> pd.DataFrame:
+def summarise(frame: pd.DataFrame, keys: list[str], y: str, confidence: float, statistic: str) -> pd.DataFrame:
     """The statistic of `y` over repetitions and its interval, per combination of keys.
 
     Same method as summary.csv (perfsnake.statistics.summaries.summarise): the mean's
@@ -529,8 +528,8 @@ def chart(
     frame: pd.DataFrame,
     spec: Mapping[str, object],
     pretty: Mapping[str, Mapping[str, str]],
-    confidence: float = CONFIDENCE,
-    statistic: str = "mean",
+    confidence: float,
+    statistic: str,
     values: Mapping[str, Sequence[str]] | None = None,
     units: Mapping[str, str] | None = None,
 ) -> alt.TopLevelMixin:
@@ -541,16 +540,28 @@ def chart(
 def draw(
     rows: list[dict],
     spec: Mapping[str, object],
-    info: Mapping[str, object],
+    info: CampaignInfo,
     outputs: Sequence[Path],
     metadata: Mapping[str, object] | None = None,
 ) -> None:
-    """Save the plot to every output (.svg, .png at twice the size, .pdf).
+    """Save the campaign's plot to every output (.svg, .png at twice the size, .pdf).
 
-    `info` is the campaign info (pretty, values, statistics); `metadata` the
+    `info` gives the labels, value orders and statistics; `metadata` is the
     rows' metadata (metric units).
     """
-    opts = {"confidence": CONFIDENCE, "statistic": "mean", **dict(info.get("statistics") or {})}  # type: ignore[call-overload]
+    save(rows, spec, info.pretty, info.values, info.statistics, outputs, metadata)
+
+
+def save(
+    rows: list[dict],
+    spec: Mapping[str, object],
+    pretty: Mapping[str, Mapping[str, str]],
+    values: Mapping[str, Sequence[str]],
+    statistics: Statistics,
+    outputs: Sequence[Path],
+    metadata: Mapping[str, object] | None,
+) -> None:
+    """Save a plot of these rows to every output (.svg, .png at twice the size, .pdf)."""
     frame = pd.DataFrame(rows)
     columns = [
         c
@@ -568,9 +579,8 @@ def draw(
         if col not in frame:
             frame[col] = pd.Series(dtype=object)
     figure = chart(
-        frame, spec, info.get("pretty") or {}, float(opts["confidence"]), str(opts["statistic"]),
-        info.get("values"), parse_units(metadata),
-    )  # fmt: skip
+        frame, spec, pretty, float(statistics.confidence), statistics.statistic, values, parse_units(metadata)
+    )
     for out in outputs:
         out = Path(out)
         figure.save(str(out), scale_factor=2) if out.suffix == ".png" else figure.save(str(out))
@@ -580,10 +590,12 @@ def draw_figure(
     campaigns: Sequence[str],
     rows_files: Sequence[Path],
     spec: Mapping[str, object],
-    info: Mapping[str, object],
+    info: Mapping[str, Any],
     outputs: Sequence[Path],
 ) -> None:
-    """A figure over several campaigns: their rows, each with its campaign's name."""
+    """A figure over several campaigns: their rows, each with its campaign's
+    name; `info` is perfsnake.figures.figure_info (labels, value orders and
+    the first campaign's statistics)."""
     rows: list[dict] = []
     units: dict[str, str] = {}
     for name, path in zip(campaigns, rows_files):
@@ -591,4 +603,4 @@ def draw_figure(
         rows += [{**row, "campaign": name} for row in data["rows"]]
         units.update(parse_units(data.get("metadata")))
     metadata = {"metric_units": ", ".join(f"{k}={v}" for k, v in units.items())}
-    draw(rows, spec, info, outputs, metadata)
+    save(rows, spec, info["pretty"], info["values"], Statistics.from_dict(info["statistics"]), outputs, metadata)

@@ -18,12 +18,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from perfsnake.contract import CampaignInfo, Statistics
+
 # numpy only (already loaded when the workflow is parsed); no pandas.
 from perfsnake.statistics.intervals import interval_method
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from perfsnake.campaign import Campaign
     from perfsnake.compare import Side
 
 STAT_COLUMNS = {
@@ -83,25 +86,25 @@ def ratio(a: float, a_lo: float, a_hi: float, b: float, b_lo: float, b_hi: float
     return r, abs(r) * rel
 
 
-def summary_table(summary: pd.DataFrame, info: Mapping[str, object]) -> pd.DataFrame:
+def summary_table(summary: pd.DataFrame, info: CampaignInfo) -> pd.DataFrame:
     """One row per record and metric: variables, metric, statistic ± half-width, interval, n, relative."""
     import pandas as pd
 
-    stats = {"statistic": "mean", "confidence": 0.95, **dict(info.get("statistics") or {})}  # type: ignore[call-overload]
-    centre, low, high = STAT_COLUMNS[str(stats["statistic"])]
-    variables = [v for v in info.get("variables", []) if v in summary]  # type: ignore[attr-defined]
+    stats = info.statistics
+    centre, low, high = STAT_COLUMNS[stats.statistic]
+    variables = [v for v in info.variables if v in summary]
     # A variable with one value says nothing per row (it is in the campaign file).
     shown = [v for v in variables if summary[v].map(_value_text).nunique() > 1] or variables[:1]
-    pretty: Mapping[str, Mapping[str, str]] = info.get("pretty") or {}  # type: ignore[assignment]
-    baseline = stats.get("baseline")
-    level = f"{float(stats['confidence']) * 100:g} % CI"
+    pretty = info.pretty
+    baseline = stats.baseline
+    level = f"{float(stats.confidence) * 100:g} % CI"
     out = []
     for _, row in summary.iterrows():
         c, lo, hi = (float(row.get(k, float("nan"))) for k in (centre, low, high))
         half = (hi - lo) / 2 if math.isfinite(hi - lo) else float("nan")
         rec = {v: pretty.get(v, {}).get(_value_text(row[v]), _value_text(row[v])) for v in shown}
         rec["metric"] = row["metric"]
-        rec[str(stats["statistic"])] = plus_minus(c, half)
+        rec[stats.statistic] = plus_minus(c, half)
         rec[level] = f"[{number(lo)}, {number(hi)}]" if math.isfinite(half) else "-"
         rec["n"] = int(row["n"]) if "n" in row and math.isfinite(float(row["n"])) else 0  # type: ignore[assignment]
         if baseline:
@@ -184,7 +187,7 @@ def org(table: pd.DataFrame) -> str:
     )
 
 
-def write_summary_tables(summary_csv: Path, info: Mapping[str, object], md: Path, tex: Path, org_path: Path) -> None:
+def write_summary_tables(summary_csv: Path, info: CampaignInfo, md: Path, tex: Path, org_path: Path) -> None:
     import pandas as pd
 
     try:
@@ -194,8 +197,7 @@ def write_summary_tables(summary_csv: Path, info: Mapping[str, object], md: Path
     table = summary_table(summary, info)
     if table.empty:
         table = pd.DataFrame(columns=["metric", "n"])
-    stat = dict(info.get("statistics") or {}).get("statistic", "mean")  # type: ignore[call-overload]
-    caption = f"{info.get('name')}: {stat} per record with its interval, n runs"
+    caption = f"{info.name}: {info.statistics.statistic} per record with its interval, n runs"
     Path(md).write_text(markdown(table))
     Path(tex).write_text(latex(table, caption))
     Path(org_path).write_text(org(table))
@@ -320,20 +322,19 @@ def markdown_html(source: Path, out: Path, title: str) -> None:
 
 
 # ---- captions (parse time: no pandas) --------------------------------------
-def interval_kind(statistics: Mapping[str, object]) -> str:
-    stat = str(statistics.get("statistic", "mean"))
-    conf = float(statistics.get("confidence", 0.95))  # type: ignore[arg-type]
+def interval_kind(statistics: Statistics) -> str:
+    stat, conf = statistics.statistic, float(statistics.confidence)
     return f"{stat} with its {conf * 100:g} % confidence interval ({interval_method(stat)})"
 
 
-def description(campaign: object) -> str:
+def description(campaign: Campaign) -> str:
     """The campaign's `description`, else the comment lines opening its file."""
-    text = str(campaign.data.get("description") or "").strip()  # type: ignore[attr-defined]
+    text = str(campaign.data.get("description") or "").strip()
     if text:
         return text
     lines = []
     try:
-        for line in Path(campaign.file).read_text().splitlines():  # type: ignore[attr-defined]
+        for line in Path(campaign.file).read_text().splitlines():
             if not line.startswith("#"):
                 break
             lines.append(line.lstrip("#").strip())
@@ -342,23 +343,24 @@ def description(campaign: object) -> str:
     return " ".join(x for x in lines if x)
 
 
-def plot_caption(campaign: object, plot: Mapping[str, object]) -> str:
+def plot_caption(campaign: Campaign, plot: Mapping[str, object]) -> str:
     """What a figure shows: the campaign, the plot's meaning, n per point, the interval."""
-    data = campaign.data  # type: ignore[attr-defined]
+    data = campaign.data
+    stats = Statistics.from_dict(data["statistics"])
     desc = description(campaign)
     ys = plot["y"] if isinstance(plot["y"], list) else [plot["y"]]
     ys = [*ys, *(m for m in plot.get("metrics", []) or [] if m not in ys)]  # type: ignore[attr-defined]
     by = [f"{plot[k]} ({k})" for k in ("x", "color", "row", "column", "facet") if plot.get(k)]
     kind = str(plot["kind"])
     what = {
-        "line": "one point per record: the " + interval_kind(data["statistics"]),
-        "bar": "one bar per record: the " + interval_kind(data["statistics"]),
+        "line": "one point per record: the " + interval_kind(stats),
+        "bar": "one bar per record: the " + interval_kind(stats),
         "strip": "one dot per run (jittered within its band), a tick at the median",
         "box": "the runs of each record as a box (quartiles, median, whiskers to min and max)",
         "breakdown": "per thread count, the threads' time split into these parts by their mean share and scaled "
         "to the thread count (bar height: linear scaling; the first part: the parallelism achieved)",
     }[kind]
-    n = campaign.nb_runs  # type: ignore[attr-defined]
+    n = campaign.nb_runs
     runs = (
         f"{n} runs per record"
         if not data.get("precision")
@@ -393,20 +395,18 @@ def _rows_table(pairs: Sequence[tuple[str, object]]) -> str:
     return f"<table>{body}</table>"
 
 
-def landing_fragment(
-    info: Mapping[str, object], metadata: Mapping[str, object], description: str, files: Sequence[str]
-) -> str:
+def landing_fragment(info: CampaignInfo, metadata: Mapping[str, object], description: str, files: Sequence[str]) -> str:
     """One campaign on the report's landing page: description, counts, machine, files."""
-    name = str(info["name"])
-    imported: Mapping[str, str] = info.get("imported") or {}  # type: ignore[assignment]
+    name = info.name
+    imported = info.imported or {}
     counts = [
-        ("records", info.get("records")),
+        ("records", info.records),
         ("runs (ok / failed / timeout)", f"{metadata.get('runs', '?')} ({metadata.get('runs_ok', '?')} / {metadata.get('runs_failed', '?')} / {metadata.get('runs_timeout', '?')})"),
         ("duration", f"{metadata.get('total_duration_s', '?')} s (benchmark time {metadata.get('total_benchmark_time_s', '?')} s)"
          if not imported else "not recorded (measured by another tool)"),
-        ("benchmark", info.get("benchmark") if not imported else f"imported from {imported['imported_tool']}: {imported['imported_files']}"),
-        ("variables", ", ".join(f"{v} ({len(info.get('values', {}).get(v, []))})" for v in info.get("variables", []))),  # type: ignore[attr-defined]
-        ("campaign file", info.get("file")),
+        ("benchmark", info.benchmark if not imported else f"imported from {imported['imported_tool']}: {imported['imported_files']}"),
+        ("variables", ", ".join(f"{v} ({len(info.values.get(v, []))})" for v in info.variables)),
+        ("campaign file", info.file),
     ]  # fmt: skip
     # An imported campaign's machine is what its tool recorded, not this one.
     machine = (
@@ -429,7 +429,7 @@ def landing_fragment(
 
 
 def write_pages(
-    info: Mapping[str, object], description: str, rows_json: Path, summary_csv: Path, comparisons_csv: Path,
+    info: CampaignInfo, description: str, rows_json: Path, summary_csv: Path, comparisons_csv: Path,
     significant_md: Path, tables: Sequence[Path], out: Mapping[str, Path],
 ) -> None:  # fmt: skip
     """The landing fragment and the machine, summary, comparisons and significant pages."""
@@ -437,11 +437,11 @@ def write_pages(
 
     import pandas as pd
 
-    name = str(info["name"])
+    name = info.name
     metadata = json.loads(Path(rows_json).read_text()).get("metadata", {})
     files = [f"{name}.csv (every run, metadata above the header)", f"{name}.json", "summary.csv", "summary.md / .tex / .org (tables to paste)",
              "comparisons.csv", "significant.md", "plots/*.svg, .png, .pdf"]  # fmt: skip
-    if not info.get("imported"):
+    if not info.imported:
         files += ["runs/<record>/run-<i>/ (stdout, stderr, result.json)", "commands.sh"]
     Path(out["landing"]).write_text(landing_fragment(info, metadata, description, files))
     machine = [(k, v) for k, v in metadata.items() if k not in ("metric_units",)]
@@ -455,7 +455,7 @@ def write_pages(
         f"<h4><code>{html.escape(Path(t).name)}</code></h4><pre>{html.escape(Path(t).read_text())}</pre>"
         for t in tables
     )
-    body = (f"<p>{html.escape(interval_kind(dict(info.get('statistics') or {})))}, per record and metric.</p>"  # type: ignore[call-overload]
+    body = (f"<p>{html.escape(interval_kind(info.statistics))}, per record and metric.</p>"
             + (paste.to_html(index=False, border=0) if len(paste) else "<p>No summary rows.</p>")
             + "<h4>Every column of summary.csv</h4>" + (frame_html(summary) if len(summary) else "") + blocks)  # fmt: skip
     Path(out["summary"]).write_text(html_page(f"{name}: summary", body))
@@ -467,11 +467,11 @@ def record_label(values: Mapping[str, object], shown: Sequence[str]) -> str:
     return ", ".join(f"{v} = {_value_text(values[v])}" for v in shown) or "the record"
 
 
-def flame_entries(campaign: object, targets: Sequence[str]) -> list[dict[str, str]]:
+def flame_entries(campaign: Campaign, targets: Sequence[str]) -> list[dict[str, str]]:
     """Flame graphs of a campaign with short titles: per run, the variables that
     vary; per differential graph, only those that differ (`lock: cas -> mcs`)."""
-    records = {r.path: r.values for r in campaign.records}  # type: ignore[attr-defined]
-    varying = [v for v in campaign.variables if len({_value_text(r[v]) for r in records.values()}) > 1]  # type: ignore[attr-defined]
+    records = {r.path: r.values for r in campaign.records}
+    varying = [v for v in campaign.variables if len({_value_text(r[v]) for r in records.values()}) > 1]
     out = []
     for t in targets:
         if t.endswith("/flamegraph.svg"):
@@ -481,11 +481,11 @@ def flame_entries(campaign: object, targets: Sequence[str]) -> list[dict[str, st
             out.append({"path": t, "title": f"{record_label(vals, varying) if vals else rel}, {run.replace('-', ' ')}"})
     from perfsnake import layout
 
-    for a, b in campaign.compare:  # type: ignore[attr-defined]
-        path = layout.diff_flamegraph(campaign.name, layout.flat(a), layout.flat(b))  # type: ignore[attr-defined]
+    for a, b in campaign.compare:
+        path = layout.diff_flamegraph(campaign.name, layout.flat(a), layout.flat(b))
         if path in targets:
             va, vb = records[a], records[b]
-            differ = [v for v in campaign.variables if _value_text(va[v]) != _value_text(vb[v])]  # type: ignore[attr-defined]
+            differ = [v for v in campaign.variables if _value_text(va[v]) != _value_text(vb[v])]
             out.append(
                 {
                     "path": path,
