@@ -1,10 +1,18 @@
 """The campaign index: what the DAG asks of this invocation's campaigns.
 
-Targets, the builds and sources they need, run order, controls and the
-parameters that decide when a run or a build is redone. No job bodies and no
-I/O here (those live in `perfsnake.stages`); everything is precomputed once
-per workflow parse, so the rules' input functions are O(1) even for campaigns
-of tens of thousands of records.
+One small owner per concern, each an attribute of CampaignIndex (the rules
+call `INDEX.<owner>.<method>`):
+
+    derived   the campaigns made from others: controls (observer effect), why, floor
+    builds    the builds, sources and tools the runs need, and their rebuild triggers
+    rounds    which runs a campaign starts with and may get (precision, decide, bisect)
+    runs      the runs' order and what re-runs a run or its parsing
+    targets   what `all` asks for
+    reports   what the analysis and report rules read beyond a campaign's results
+
+No job bodies and no I/O here (those live in `perfsnake.stages`); everything
+is precomputed once per workflow parse, so the rules' input functions are
+O(1) even for campaigns of tens of thousands of records.
 """
 
 from __future__ import annotations
@@ -47,41 +55,67 @@ class BuildEntry:
 
 
 @dataclass
-class CampaignIndex:
-    """The campaigns of this invocation and every lookup the rules need."""
+class Derived:
+    """The campaigns derived from others and the campaign each belongs to:
+    control campaigns (the observer effect), the why and floor campaigns."""
 
     campaigns: dict[str, Campaign]
-    flamegraph_dir: str | None = None
-    figures: dict[str, Figure] = field(default_factory=dict)
-    builds: dict[tuple[str, str], BuildEntry] = field(default_factory=dict)
+
+    def controls(self, name: str) -> list[str]:
+        """The control campaigns of a campaign, in their order."""
+        return [n for n, c in self.campaigns.items() if c.control_of and c.control_of[0] == name]
+
+    def control_results(self, name: str) -> list[str]:
+        return [layout.results_json(n) for n in self.controls(name)]
+
+    def control_variants(self, name: str) -> list[str]:
+        """Each control's variant (`control`, `only-<instrument>`), in the order of control_results."""
+        variants = []
+        for n in self.controls(name):
+            of = self.campaigns[n].control_of
+            assert of is not None  # controls() lists control campaigns only
+            variants.append(of[1])
+        return variants
+
+    def interleaved_with(self, name: str) -> str:
+        """The campaign whose runs a control campaign's interleave with (itself otherwise)."""
+        c = self.campaigns[name]
+        return c.control_of[0] if c.control_of else name
+
+
+@dataclass
+class Builds:
+    """The builds, fetches and tools the campaigns' runs need, and what
+    decides when a build or a fetch is redone."""
+
+    campaigns: dict[str, Campaign]
+    derived: Derived
+    entries: dict[tuple[str, str], BuildEntry] = field(default_factory=dict)
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
     #: campaign -> record path -> builds and tools its runs need (instruments included)
     run_needs: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     #: campaign -> the launcher and helper programs its runs need
     tools: dict[str, list[str]] = field(default_factory=dict)
-    _specs: dict[tuple[str, str], str] = field(default_factory=dict)
-    _fingerprints: dict[str, str] = field(default_factory=dict)
-    _orders: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for c in self.campaigns.values():
-            self._index_builds(c)
+            self._index(c)
 
-    def _add_build(self, c: Campaign, bench: Benchmark, key: str, params: dict[str, object], platform: str) -> str:
-        previous = self.builds.get((bench.key, key))
+    def _add(self, c: Campaign, bench: Benchmark, key: str, params: dict[str, object], platform: str) -> str:
+        previous = self.entries.get((bench.key, key))
         if previous and previous.bench.fingerprint() != bench.fingerprint():
             raise CampaignError(
                 c.origin, "benchmark", f"build {bench.key}/{key} is defined differently by another campaign"
             )
-        self.builds[(bench.key, key)] = BuildEntry(bench, params, platform)
+        self.entries[(bench.key, key)] = BuildEntry(bench, params, platform)
         return layout.build_dir(bench.key, key)
 
-    def _index_builds(self, c: Campaign) -> None:
+    def _index(self, c: Campaign) -> None:
         bench = c.benchmark
         platform = json.dumps(c.data["platform"], sort_keys=True) if c.platform.build_tag() else ""
         if bench.needs_build():
             for key, params in c.build_keys().items():
-                self._add_build(c, bench, key, params, platform)
+                self._add(c, bench, key, params, platform)
                 source = bench.source_for(params)
                 if source is not None:
                     self.sources[source_key(source)] = source
@@ -97,67 +131,51 @@ class CampaignIndex:
         for record in c.records:
             params = c.run_params(record)
             # Instruments that need a build of their own (the lock library) say so.
-            extra = [self._add_build(c, b, key, p, "") for b, key, p in c.instruments.builds(params)]
+            extra = [self._add(c, b, key, p, "") for b, key, p in c.instruments.builds(params)]
             own = [layout.build_dir(bench.key, record.build_key)] if bench.needs_build() else []
             needs[record.path] = [*own, *extra]
         self.run_needs[c.name] = needs
 
-    # ---- targets --------------------------------------------------------------
-    def campaign_targets(self, name: str) -> list[str]:
-        c = self.campaigns[name]
-        if c.control_of:
-            return [layout.results_json(name)]  # compared in the controlled campaign's overhead.csv
-        if c.floor_of:
-            return []  # read by its campaign's noise_floor.csv
-        if c.why_of:
-            return []  # its runs are asked for by the pairs the statistics pick (rules/why.smk)
-        targets = [layout.csv(name), layout.rows_json(name), layout.commands(name)]
-        targets += [layout.summary(name), layout.comparisons(name), layout.significant(name), layout.gates(name)]
-        if not c.imported:
-            targets.append(layout.history_record(name))
-        if self.controls(name):
-            targets.append(layout.overhead(name))
-        if c.compare_with:
-            targets += [*layout.compare_outputs(name), layout.page(name, "compare")]
-        if c.data.get("profile_differences"):
-            targets += [layout.why_report(name), layout.page(name, "why")]
-        if c.data.get("noise_floor"):
-            targets += [layout.noise_floor(name), layout.page(name, "floor")]
-        for plot in c.plots:
-            targets += [layout.plot(name, plot["name"], ext) for ext in ("svg", "png", "pdf")]
-        if c.bisect:
-            targets.append(layout.bisect_report(name))
-        if c.precision and c.precision.get("mode") == "decide":
-            targets += layout.decisions(name)
-        if c.version_variables:
-            targets.append(layout.regression_steps(name))
-            targets += [
-                layout.regression_figure(name, m, e) for m in c.regression_metrics() for e in ("svg", "png", "pdf")
-            ]
-        targets += layout.report_targets(
-            name, bool(self.controls(name)), any(t.endswith(".svg") for t in self.instrument_targets(name))
+    def source_spec(self, key: str) -> str:
+        return json.dumps(self.sources[key], sort_keys=True)
+
+    def build_inputs(self, bench_key: str, key: str) -> list[str]:
+        entry = self.entries[(bench_key, key)]
+        bench, source = entry.bench, entry.bench.source_for(entry.params)
+        inputs = [layout.source_dir(source_key(source))] if source is not None else []
+        return inputs + [layout.shipped(p) for p in bench.source_files()]
+
+    def build_spec(self, bench_key: str, key: str) -> str:
+        return self.entries[(bench_key, key)].spec()
+
+    def run_inputs(self, name: str, record_path: str) -> list[str]:
+        return self.run_needs[name][record_path]
+
+    def campaign_builds(self, name: str) -> list[str]:
+        """Every build, fetch and tool the campaign's runs (and its control
+        campaigns' runs) need: all of them are made before its first measured
+        run, so that runs of different builds interleave instead of running in
+        blocks, one per build."""
+        group = [name, *self.derived.controls(name)]
+        return sorted(
+            {p for n in group for p in (*self.tools[n], *(q for needs in self.run_needs[n].values() for q in needs))}
         )
-        return targets
 
-    def instrument_targets(self, name: str) -> list[str]:
-        """Post-processing products the campaign's instruments declare (flame graphs...)."""
+    def ready_flag(self, name: str) -> str:
+        """The marker a campaign's runs wait for (a control campaign shares the
+        one of the campaign it controls, as their runs interleave)."""
         c = self.campaigns[name]
-        targets: list[str] = []
-        if c.why_of or c.floor_of:
-            return targets  # only the pairs' folded stacks and differential graphs (rules/why.smk); the floor's runs
-        for instrument in c.instruments.all():
-            targets += instrument.targets(name, [r.path for r in c.records], c.nb_runs, c.compare)
-        return targets
+        return layout.builds_ready(c.control_of[0] if c.control_of else c.why_of or name)
 
-    def all_targets(self) -> list[str]:
-        targets = [t for name in self.campaigns for t in (*self.campaign_targets(name), *self.instrument_targets(name))]
-        return targets + [layout.figure(f, ext) for f in self.figures for ext in ("svg", "png", "pdf")]
 
-    def figure_rows(self, figure: str) -> list[str]:
-        """The rows files a figure over several campaigns reads, in its campaigns' order."""
-        return [layout.rows_json(name) for name in self.figures[figure].campaigns]
+@dataclass
+class Rounds:
+    """Which runs a campaign starts with and which it may get: nb_runs each,
+    or the adaptive rounds (precision, statistics.decide) and bisection steps
+    adding to a first plan (their checkpoints: stages.precision, stages.bisect)."""
 
-    # ---- runs -----------------------------------------------------------------
+    campaigns: dict[str, Campaign]
+
     def first_plan(self, name: str) -> dict[str, list[int]]:
         c = self.campaigns[name]
         if c.bisect:  # the range's two ends first (perfsnake.bisect)
@@ -177,6 +195,18 @@ class CampaignIndex:
         c = self.campaigns[name]
         return self.plan_targets(name, {r.path: list(range(1, c.max_runs + 1)) for r in c.records})
 
+
+@dataclass
+class Runs:
+    """The runs' execution order, their time limit, and what decides when a
+    run, or the parsing of its output, is redone."""
+
+    campaigns: dict[str, Campaign]
+    derived: Derived
+    _specs: dict[tuple[str, str], str] = field(default_factory=dict)
+    _fingerprints: dict[str, str] = field(default_factory=dict)
+    _orders: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+
     def imported_files(self, name: str) -> list[str]:
         """What an imported campaign's collect reads, instead of runs."""
         from perfsnake.benchmarks.imported import ImportedBenchmark
@@ -186,48 +216,24 @@ class CampaignIndex:
         module = bench.tool.replace("-", "_")
         return bench.input_files() + layout.package_code("importers/__init__.py", f"importers/{module}.py")
 
-    def run_inputs(self, name: str, record_path: str) -> list[str]:
-        return self.run_needs[name][record_path]
-
-    def campaign_builds(self, name: str) -> list[str]:
-        """Every build, fetch and tool the campaign's runs (and its control
-        campaigns' runs) need: all of them are made before its first measured
-        run, so that runs of different builds interleave instead of running in
-        blocks, one per build."""
-        group = [name, *self.controls(name)]
-        return sorted(
-            {p for n in group for p in (*self.tools[n], *(q for needs in self.run_needs[n].values() for q in needs))}
-        )
-
-    def ready_flag(self, name: str) -> str:
-        """The marker a campaign's runs wait for (a control campaign shares the
-        one of the campaign it controls, as their runs interleave)."""
-        c = self.campaigns[name]
-        return layout.builds_ready(c.control_of[0] if c.control_of else c.why_of or name)
-
     def run_runtime(self) -> int:
         """Minutes a run job may take (a cluster's wall-time limit): the longest
         timeout_s of this invocation's campaigns plus 5 minutes for Snakemake's
         start-up in the job and the hooks; 30 minutes when a campaign has no
         timeout. One constant for every run job: a per-job function costs
         seconds of planning at 10,000 runs."""
-        timeouts = [c.timeout_s for c in self.campaigns.values()]
-        if any(t is None for t in timeouts):
+        timeouts = [c.timeout_s for c in self.campaigns.values() if c.timeout_s is not None]
+        if len(timeouts) < len(self.campaigns):
             return 30
-        return math.ceil(max(timeouts) / 60) + 5  # type: ignore[type-var, operator]
-
-    def controls(self, name: str) -> list[str]:
-        """The control campaigns of a campaign, in their order."""
-        return [n for n, c in self.campaigns.items() if c.control_of and c.control_of[0] == name]
+        return math.ceil(max(timeouts) / 60) + 5
 
     def run_order(self, name: str, record_path: str, run: int) -> int:
         """Position of a run in the invocation's execution order (lower first).
 
         Control campaigns interleave with the campaign they control: slot k
         of the campaign is followed by slot k of each control."""
-        c = self.campaigns[name]
-        main = c.control_of[0] if c.control_of else name
-        group = [main, *self.controls(main)]
+        main = self.derived.interleaved_with(name)
+        group = [main, *self.derived.controls(main)]
         return self._base_order(main, record_path, run) * len(group) + group.index(name)
 
     def order_of_output(self, status: str) -> int:
@@ -277,25 +283,75 @@ class CampaignIndex:
                 "warmup": Statistics.from_dict(c.data["statistics"]).warmup, "derived": c.data["derived"]}  # fmt: skip
         return json.dumps(data, sort_keys=True)
 
-    # ---- fetch and build ---------------------------------------------------------
-    def source_spec(self, key: str) -> str:
-        return json.dumps(self.sources[key], sort_keys=True)
 
-    def build_inputs(self, bench_key: str, key: str) -> list[str]:
-        entry = self.builds[(bench_key, key)]
-        bench, source = entry.bench, entry.bench.source_for(entry.params)
-        inputs = [layout.source_dir(source_key(source))] if source is not None else []
-        return inputs + [layout.shipped(p) for p in bench.source_files()]
+@dataclass
+class Targets:
+    """What `all` asks for: each campaign's products, its instruments' and the figures'."""
 
-    def build_spec(self, bench_key: str, key: str) -> str:
-        return self.builds[(bench_key, key)].spec()
+    campaigns: dict[str, Campaign]
+    figures: dict[str, Figure]
+    derived: Derived
 
-    # ---- summaries -------------------------------------------------------------------
-    def control_results(self, name: str) -> list[str]:
-        return [layout.results_json(n) for n in self.controls(name)]
+    def campaign_targets(self, name: str) -> list[str]:
+        c = self.campaigns[name]
+        if c.control_of:
+            return [layout.results_json(name)]  # compared in the controlled campaign's overhead.csv
+        if c.floor_of:
+            return []  # read by its campaign's noise_floor.csv
+        if c.why_of:
+            return []  # its runs are asked for by the pairs the statistics pick (rules/why.smk)
+        controlled = bool(self.derived.controls(name))
+        targets = [layout.csv(name), layout.rows_json(name), layout.commands(name)]
+        targets += [layout.summary(name), layout.comparisons(name), layout.significant(name), layout.gates(name)]
+        if not c.imported:
+            targets.append(layout.history_record(name))
+        if controlled:
+            targets.append(layout.overhead(name))
+        if c.compare_with:
+            targets += [*layout.compare_outputs(name), layout.page(name, "compare")]
+        if c.data.get("profile_differences"):
+            targets += [layout.why_report(name), layout.page(name, "why")]
+        if c.data.get("noise_floor"):
+            targets += [layout.noise_floor(name), layout.page(name, "floor")]
+        for plot in c.plots:
+            targets += [layout.plot(name, plot["name"], ext) for ext in ("svg", "png", "pdf")]
+        if c.bisect:
+            targets.append(layout.bisect_report(name))
+        if c.precision and c.precision.get("mode") == "decide":
+            targets += layout.decisions(name)
+        if c.version_variables:
+            targets.append(layout.regression_steps(name))
+            targets += [
+                layout.regression_figure(name, m, e) for m in c.regression_metrics() for e in ("svg", "png", "pdf")
+            ]
+        targets += layout.report_targets(
+            name, controlled, any(t.endswith(".svg") for t in self.instrument_targets(name))
+        )
+        return targets
 
-    def control_variants(self, name: str) -> list[str]:
-        return [self.campaigns[n].control_of[1] for n in self.controls(name)]  # type: ignore[index]
+    def instrument_targets(self, name: str) -> list[str]:
+        """Post-processing products the campaign's instruments declare (flame graphs...)."""
+        c = self.campaigns[name]
+        targets: list[str] = []
+        if c.why_of or c.floor_of:
+            return targets  # only the pairs' folded stacks and differential graphs (rules/why.smk); the floor's runs
+        for instrument in c.instruments.all():
+            targets += instrument.targets(name, [r.path for r in c.records], c.nb_runs, c.compare)
+        return targets
+
+    def all_targets(self) -> list[str]:
+        targets = [t for name in self.campaigns for t in (*self.campaign_targets(name), *self.instrument_targets(name))]
+        return targets + [layout.figure(f, ext) for f in self.figures for ext in ("svg", "png", "pdf")]
+
+
+@dataclass
+class Reports:
+    """What the analysis and report rules read of a campaign beyond its own
+    results: its info (perfsnake.contract), plot and figure specs (params
+    values: edits redraw), and the files its comparisons and gates need."""
+
+    campaigns: dict[str, Campaign]
+    figures: dict[str, Figure]
 
     def campaign_info(self, name: str) -> str:
         return campaign_info(self.campaigns[name]).to_json()
@@ -305,6 +361,16 @@ class CampaignIndex:
             if p["name"] == plot:
                 return json.dumps(p, sort_keys=True)
         raise KeyError(plot)
+
+    def figure_rows(self, figure: str) -> list[str]:
+        """The rows files a figure over several campaigns reads, in its campaigns' order."""
+        return [layout.rows_json(name) for name in self.figures[figure].campaigns]
+
+    def figure_spec(self, figure: str) -> str:
+        """Parameters of a figure over several campaigns (a params value: edits redraw it)."""
+        f = self.figures[figure]
+        info = figure_info(f, self.campaigns)
+        return json.dumps({"campaigns": f.campaigns, "spec": f.spec, "info": info}, sort_keys=True)
 
     def compare_inputs(self, name: str) -> list[str]:
         """The files `compare_with` reads: each directory's CSV, or the zip."""
@@ -329,11 +395,51 @@ class CampaignIndex:
         refs = self.campaigns[name].references
         return [layout.rows_json(name)] if any(r.get("kind") == "history" for r in refs) else []
 
-    def figure_spec(self, figure: str) -> str:
-        """Parameters of a figure over several campaigns (a params value: edits redraw it)."""
-        f = self.figures[figure]
-        info = figure_info(f, self.campaigns)
-        return json.dumps({"campaigns": f.campaigns, "spec": f.spec, "info": info}, sort_keys=True)
+
+@dataclass
+class CampaignIndex:
+    """The campaigns of this invocation and the owners of every look-up the rules need."""
+
+    campaigns: dict[str, Campaign]
+    flamegraph_dir: str | None = None
+    figures: dict[str, Figure] = field(default_factory=dict)
+    derived: Derived = field(init=False)
+    builds: Builds = field(init=False)
+    rounds: Rounds = field(init=False)
+    runs: Runs = field(init=False)
+    targets: Targets = field(init=False)
+    reports: Reports = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.derived = Derived(self.campaigns)
+        self.builds = Builds(self.campaigns, self.derived)  # refuses a build two campaigns define differently
+        self.rounds = Rounds(self.campaigns)
+        self.runs = Runs(self.campaigns, self.derived)
+        self.targets = Targets(self.campaigns, self.figures, self.derived)
+        self.reports = Reports(self.campaigns, self.figures)
+
+    # The invocation-wide questions modules outside the rules ask (the run
+    # stage, the artifact, the tests): each the answer of its owner.
+    def controls(self, name: str) -> list[str]:
+        return self.derived.controls(name)
+
+    def all_targets(self) -> list[str]:
+        return self.targets.all_targets()
+
+    def campaign_targets(self, name: str) -> list[str]:
+        return self.targets.campaign_targets(name)
+
+    def instrument_targets(self, name: str) -> list[str]:
+        return self.targets.instrument_targets(name)
+
+    def run_targets(self, name: str) -> list[str]:
+        return self.rounds.run_targets(name)
+
+    def possible_run_targets(self, name: str) -> list[str]:
+        return self.rounds.possible_run_targets(name)
+
+    def campaign_builds(self, name: str) -> list[str]:
+        return self.builds.campaign_builds(name)
 
 
 def campaign_files(config: dict) -> list[str]:

@@ -7,11 +7,11 @@ rule analyse:
     input:
         results="results/{campaign}/results.json",
         # Earlier result directories the reference gates compare with.
-        baselines=lambda wildcards: INDEX.baseline_inputs(wildcards.campaign),
+        baselines=lambda wildcards: INDEX.reports.baseline_inputs(wildcards.campaign),
         # History gates read the campaign's machine state (its aggregated JSON).
-        rows=lambda wildcards: INDEX.history_gate_inputs(wildcards.campaign),
+        rows=lambda wildcards: INDEX.reports.history_gate_inputs(wildcards.campaign),
         # The campaign's layout noise floor, if it measures one (rules/floor.smk).
-        floor=lambda wildcards: INDEX.floor_inputs(wildcards.campaign),
+        floor=lambda wildcards: INDEX.reports.floor_inputs(wildcards.campaign),
         code=layout.package_code(
             "stages/analysis.py",
             "statistics/records.py",
@@ -47,7 +47,7 @@ rule analyse:
 rule overhead:
     input:
         main="results/{campaign}/results.json",
-        controls=lambda wildcards: INDEX.control_results(wildcards.campaign),
+        controls=lambda wildcards: INDEX.derived.control_results(wildcards.campaign),
     output:
         "results/{campaign}/overhead.csv",
     log:
@@ -69,7 +69,7 @@ rule overhead:
 rule compare_with:
     input:
         csv="results/{campaign}/{campaign}.csv",
-        earlier=lambda wildcards: INDEX.compare_inputs(wildcards.campaign),
+        earlier=lambda wildcards: INDEX.reports.compare_inputs(wildcards.campaign),
         code=layout.package_code("compare.py", "stages/tables.py"),
     output:
         csv="results/{campaign}/compare/compare.csv",

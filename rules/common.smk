@@ -61,40 +61,40 @@ wildcard_constraints:
 
 
 def all_targets():
-    return INDEX.all_targets()
+    return INDEX.targets.all_targets()
 
 
 def build_input(wildcards):
-    return INDEX.build_inputs(wildcards.bench, wildcards.bkey)
+    return INDEX.builds.build_inputs(wildcards.bench, wildcards.bkey)
 
 
 def build_params(wildcards):
-    return INDEX.build_spec(wildcards.bench, wildcards.bkey)
+    return INDEX.builds.build_spec(wildcards.bench, wildcards.bkey)
 
 
 def fetch_params(wildcards):
-    return INDEX.source_spec(wildcards.source)
+    return INDEX.builds.source_spec(wildcards.source)
 
 
 def run_inputs(wildcards):
     # ancient: the marker orders runs after every build of the campaign, but
     # its age never re-runs a measurement (the run's own build still does).
     return [
-        *INDEX.run_inputs(wildcards.campaign, wildcards.record),
-        ancient(INDEX.ready_flag(wildcards.campaign)),
+        *INDEX.builds.run_inputs(wildcards.campaign, wildcards.record),
+        ancient(INDEX.builds.ready_flag(wildcards.campaign)),
     ]
 
 
 def collect_params(wildcards):
-    return INDEX.collect_spec(wildcards.campaign)
+    return INDEX.runs.collect_spec(wildcards.campaign)
 
 
 def campaign_builds(wildcards):
-    return INDEX.campaign_builds(wildcards.campaign)
+    return INDEX.builds.campaign_builds(wildcards.campaign)
 
 
 def run_params(wildcards):
-    return INDEX.run_spec(wildcards.campaign, wildcards.record)
+    return INDEX.runs.run_spec(wildcards.campaign, wildcards.record)
 
 
 # The perfsnake scheduler plugin starts runs in the campaign's order; it asks
@@ -104,7 +104,7 @@ try:
 except ImportError:  # another scheduler: runs still never overlap
     pass
 else:
-    _scheduler.ORDER_OF_OUTPUT = INDEX.order_of_output
+    _scheduler.ORDER_OF_OUTPUT = INDEX.runs.order_of_output
 
 
 def do_run(wildcards):
@@ -125,13 +125,13 @@ def step_file(campaign, step):
 
 def collect_input(wildcards):
     if INDEX.campaigns[wildcards.campaign].imported:
-        return INDEX.imported_files(wildcards.campaign)
+        return INDEX.runs.imported_files(wildcards.campaign)
     if INDEX.campaigns[wildcards.campaign].bisect:
         from perfsnake.stages import bisect as bisect_stage
 
         return bisect_stage.collect_inputs(INDEX, step_file, wildcards.campaign)
     if INDEX.campaigns[wildcards.campaign].precision is None:
-        return INDEX.run_targets(wildcards.campaign)
+        return INDEX.rounds.run_targets(wildcards.campaign)
     from perfsnake.stages import precision as precision_stage
 
     return precision_stage.collect_inputs(INDEX, decision_file, wildcards.campaign)
@@ -224,7 +224,7 @@ def do_decisions(wildcards, input, output, log):
 
 
 def campaign_info(wildcards):
-    return INDEX.campaign_info(wildcards.campaign)
+    return INDEX.reports.campaign_info(wildcards.campaign)
 
 
 def do_campaign_info(params, output, log):
@@ -233,19 +233,19 @@ def do_campaign_info(params, output, log):
 
 
 def control_variants(wildcards):
-    return json.dumps(INDEX.control_variants(wildcards.campaign))
+    return json.dumps(INDEX.derived.control_variants(wildcards.campaign))
 
 
 def plot_spec(wildcards):
-    return flow(json.loads(INDEX.plot_spec(wildcards.campaign, wildcards.plot)))
+    return flow(json.loads(INDEX.reports.plot_spec(wildcards.campaign, wildcards.plot)))
 
 
 def figure_rows(wildcards):
-    return INDEX.figure_rows(wildcards.figure)
+    return INDEX.reports.figure_rows(wildcards.figure)
 
 
 def figure_spec(wildcards):
-    return flow(json.loads(INDEX.figure_spec(wildcards.figure)))
+    return flow(json.loads(INDEX.reports.figure_spec(wildcards.figure)))
 
 
 def flame_tool(which):

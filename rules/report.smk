@@ -4,7 +4,7 @@
 from perfsnake.stages import tables as tables_stage
 
 flame_entries = lambda w: tables_stage.flame_entries(
-    INDEX.campaigns[w.campaign], INDEX.instrument_targets(w.campaign)
+    INDEX.campaigns[w.campaign], INDEX.targets.instrument_targets(w.campaign)
 )
 
 
@@ -53,7 +53,7 @@ rule plot:
         plot=plot_spec,
         caption=lambda w: tables_stage.plot_caption(
             INDEX.campaigns[w.campaign],
-            json.loads(INDEX.plot_spec(w.campaign, w.plot)),
+            json.loads(INDEX.reports.plot_spec(w.campaign, w.plot)),
         ),
     script:
         "../scripts/plot.py"

@@ -16,7 +16,7 @@ rule run:
         bench_lock=1,
         # Wall-time limit (minutes) of a run job on a cluster: the longest
         # timeout_s plus start-up and hooks.
-        runtime=INDEX.run_runtime(),
+        runtime=INDEX.runs.run_runtime(),
     params:
         spec=run_params,
     run:

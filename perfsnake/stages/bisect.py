@@ -41,7 +41,7 @@ def plans(
     stopping at the final step or before step `upto`."""
     c = index.campaigns[name]
     paths = _paths(c)
-    plan = index.first_plan(name)
+    plan = index.rounds.first_plan(name)
     step, path = 1, None
     while upto is None or step < upto:
         path = step_file(name, step)
@@ -58,11 +58,11 @@ def plans(
 def step_inputs(index: CampaignIndex, step_file: StepFile, name: str, step: int) -> list[str]:
     """A step's runs (every run so far) and the previous step's decision."""
     plan, previous = plans(index, step_file, name, upto=step)
-    return index.plan_targets(name, plan) + ([previous] if step > 1 and previous else [])
+    return index.rounds.plan_targets(name, plan) + ([previous] if step > 1 and previous else [])
 
 
 def collect_inputs(index: CampaignIndex, step_file: StepFile, name: str) -> list[str]:
-    return index.plan_targets(name, plans(index, step_file, name)[0])
+    return index.rounds.plan_targets(name, plans(index, step_file, name)[0])
 
 
 def final_step(index: CampaignIndex, step_file: StepFile, name: str) -> list[str]:

@@ -277,7 +277,7 @@ def decisions(
 ) -> tuple[dict[str, list[int]], str | None]:
     """(plan after the last round read, path of its decision), stopping at the
     final round or before round `upto`."""
-    plan = index.first_plan(name)
+    plan = index.rounds.first_plan(name)
     round_number, path = 1, None
     while upto is None or round_number < upto:
         path = decision_file(name, round_number)
@@ -292,8 +292,8 @@ def decisions(
 def collect_inputs(index: CampaignIndex, decision_file: DecisionFile, name: str) -> list[str]:
     """The runs collect reads: the first nb_runs, or every run the rounds asked for."""
     if index.campaigns[name].precision is None:
-        return index.run_targets(name)
-    return index.plan_targets(name, decisions(index, decision_file, name)[0])
+        return index.rounds.run_targets(name)
+    return index.rounds.plan_targets(name, decisions(index, decision_file, name)[0])
 
 
 def final_decision(index: CampaignIndex, decision_file: DecisionFile, name: str) -> list[str]:
@@ -306,5 +306,5 @@ def final_decision(index: CampaignIndex, decision_file: DecisionFile, name: str)
 def round_inputs(index: CampaignIndex, decision_file: DecisionFile, name: str, round_number: int) -> list[str]:
     """A round's runs: the first nb_runs, then what earlier rounds added."""
     if round_number == 1:
-        return index.run_targets(name)
-    return index.plan_targets(name, decisions(index, decision_file, name, upto=round_number)[0])
+        return index.rounds.run_targets(name)
+    return index.rounds.plan_targets(name, decisions(index, decision_file, name, upto=round_number)[0])
