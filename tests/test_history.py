@@ -365,3 +365,32 @@ def test_the_dashboard_renders_and_answers_in_a_real_browser(tmp_path, browser):
     _wait(browser, lambda d: points() != before)
     assert len(points()) == 12
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_a_version_1_store_is_migrated_and_keeps_its_rows(tmp_path):
+    url = store_url(tmp_path)
+    store = Store.open(url)
+    store.record({"campaign": "c", "hostname": "h", "recorded_at": "now", "source": "import"},
+                 [{"run_key": run_key("c", "h", "{}", 1, "t"), "campaign": "c", "hostname": "h", "record": "{}", "run": 1,
+                   "status": "ok", "start": "t", "end": None, "wall_s": 1.0, "metrics": "{}", "versions": "{}"}])  # fmt: skip
+    with store.engine.begin() as conn:  # what a store written by schema version 1 looks like
+        conn.execute(sa.text("ALTER TABLE invocations DROP COLUMN version_order"))
+        conn.execute(sa.update(schema_info).values(version=1))
+    again = Store.open(url)
+    with again.engine.connect() as conn:
+        assert conn.execute(sa.select(schema_info.c.version)).scalar() == SCHEMA_VERSION == 2
+        assert "version_order" in {c["name"] for c in sa.inspect(conn).get_columns("invocations")}
+    assert again.counts() == (1, 1) and len(again.frame("c")) == 1
+
+
+def test_versions_are_drawn_in_their_ranges_first_parent_order():
+    import pandas as pd
+
+    from perfsnake.history.views import version_order
+
+    # Measured newest first (a bisection, say); the range says a, b, c.
+    frame = pd.DataFrame(
+        {"first_start": ["t1", "t2"], "version_order": [json.dumps({"commit": ["a", "b", "c"]}), None]}
+    )
+    data = pd.DataFrame({"when": ["1", "2", "3", "4"], "version": ["commit=c", "commit=a", "commit=x", "commit=b"]})
+    assert version_order(frame, data) == ["commit=a", "commit=b", "commit=c", "commit=x"]

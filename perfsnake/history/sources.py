@@ -92,6 +92,8 @@ def read_campaign(directory: Path, source: str = "workflow") -> Recording:
         "source": source,
         "results_dir": str(directory.resolve()),
         "machine": json.dumps({k: v for k, v in meta.items() if k not in NOT_MACHINE}, sort_keys=True, default=str),
+        # A commit range's values are first-parent order, oldest first (perfsnake.versions).
+        "version_order": json.dumps({v: (info.get("values") or {}).get(v, []) for v in versions}) if versions else None,
     }
     return Recording(name, invocation, rows)
 

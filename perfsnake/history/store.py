@@ -34,7 +34,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STORE_ENV = "PERFSNAKE_HISTORY"
 
 metadata = sa.MetaData()
@@ -55,6 +55,8 @@ invocations = sa.Table(
     sa.Column("source", sa.String(16), nullable=False),  # workflow | import
     sa.Column("results_dir", sa.Text),
     sa.Column("machine", sa.Text),  # JSON: the metadata's machine and state keys
+    # JSON: each version variable's values in the campaign's range order (first-parent, oldest first); v2
+    sa.Column("version_order", sa.Text),
 )
 
 runs = sa.Table(
@@ -80,11 +82,17 @@ class StoreError(Exception):
 
 
 def _create_v1(conn: Connection) -> None:
-    metadata.create_all(conn)
+    metadata.create_all(conn)  # today's tables: step 2 then finds its column there
+
+
+def _add_version_order(conn: Connection) -> None:
+    """v2: the commit range's order, so figures over versions follow first-parent history."""
+    if "version_order" not in {c["name"] for c in sa.inspect(conn).get_columns("invocations")}:
+        conn.execute(sa.text("ALTER TABLE invocations ADD COLUMN version_order TEXT"))
 
 
 #: version -> the step that brings a store from version-1 to it.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _create_v1}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _create_v1, 2: _add_version_order}
 
 
 def default_url() -> str:
@@ -197,6 +205,7 @@ class Store:
                 invocations.c.perfsnake_commit,
                 invocations.c.results_dir,
                 invocations.c.machine,
+                invocations.c.version_order,
             )
             .join(invocations, runs.c.invocation_id == invocations.c.invocation_id)
             .order_by(invocations.c.first_start, runs.c.start)

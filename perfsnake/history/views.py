@@ -144,6 +144,24 @@ def chart_rows(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def version_order(frame: pd.DataFrame, data: pd.DataFrame) -> list[str]:
+    """The versions drawn, in their commit range's first-parent order (the
+    latest invocation's range wins; versions no range lists follow in the
+    order they were measured)."""
+    ranked: dict[str, int] = {}
+    for text in frame.sort_values("first_start")["version_order"].dropna() if "version_order" in frame else []:
+        order = json.loads(text)
+        if len(order) != 1:
+            continue  # several version variables: measured order (their ranges need not align)
+        labels = [
+            ", ".join(f"{k}={v}" for k, v in zip(order, values, strict=True))
+            for values in zip(*order.values(), strict=True)
+        ]
+        ranked.update({label: i for i, label in enumerate(labels)})
+    measured = list(dict.fromkeys(data.sort_values("when")["version"]))
+    return sorted(measured, key=lambda v: (ranked.get(v, len(ranked)), measured.index(v)))
+
+
 def figure(frame: pd.DataFrame, metric: str, by: str = "when") -> Any:
     """A metric over time (`by="when"`) or over the sources' versions
     (`by="version"`, in the order they were measured), one colour per
@@ -156,7 +174,7 @@ def figure(frame: pd.DataFrame, metric: str, by: str = "when") -> Any:
     x = (
         alt.X("when:T", title="invocation (UTC)", scale=alt.Scale(padding=16))
         if by == "when"
-        else alt.X("version:N", sort=list(dict.fromkeys(data.sort_values("when")["version"])), title="version")
+        else alt.X("version:N", sort=version_order(frame, data), title="version (first-parent order)")
     )
     tooltip = ["record", "machine", "when", "version", alt.Tooltip("mean:Q", format=".4g"), "runs", "invocation"]
     base = alt.Chart(data).encode(x=x, color=alt.Color("machine:N"))
