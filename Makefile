@@ -13,7 +13,7 @@ $(STAMP): requirements.txt pyproject.toml scripts/setup/apt.sh Makefile
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	# The package itself, C sources included as package data (editable: the workflow stays in this checkout), for the `perfsnake` command.
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	# Our Snakemake scheduler plugin, importable from the repository. The .pth
+	# Our Snakemake plugins (scheduler, logger), importable from the repository. The .pth
 	# entry is relative to site-packages, so it follows the checkout when moved.
 	$(PY) -c 'import os, sysconfig; site = sysconfig.get_paths()["purelib"]; open(os.path.join(site, "perfsnake-plugins.pth"), "w").write(os.path.relpath("plugins", site) + "\n")'
 	touch $(STAMP)

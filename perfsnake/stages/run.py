@@ -8,6 +8,7 @@ interval, so nothing here is measured.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shlex
 import signal
@@ -30,6 +31,7 @@ from perfsnake.machine import state as machine_state
 from perfsnake.stages import layouts, servers
 
 if TYPE_CHECKING:
+    from perfsnake.campaign import Campaign
     from perfsnake.planning import CampaignIndex
 
 STATUS_FILE = "status.json"
@@ -69,11 +71,12 @@ class Progress:
     adaptive: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def start_line(self, campaign: str, label: str) -> str:
+    def start(self, campaign: str, label: str) -> tuple[str, int]:
+        """The progress line of a run that starts, and its k."""
         if self.adaptive:
             with self.lock:
                 k = self.done + 1
-            return f"[perfsnake] {campaign}: run {k} {label} (at most {self.total}: the rounds decide how many)"
+            return f"[perfsnake] {campaign}: run {k} {label} (at most {self.total}: the rounds decide how many)", k
         with self.lock:
             k = min(self.done + 1, self.total)
             remaining = self.total - self.done
@@ -82,7 +85,7 @@ class Progress:
                 eta_text = time.strftime("%H:%M:%S", time.gmtime(eta))
             else:
                 eta_text = "unknown"
-        return f"[perfsnake] {campaign}: run {k}/{self.total} {label} (ETA {eta_text})"
+        return f"[perfsnake] {campaign}: run {k}/{self.total} {label} (ETA {eta_text})", k
 
     def finished(self, seconds: float) -> None:
         with self.lock:
@@ -103,6 +106,25 @@ def progress_for(campaign: str, total: int, existing: int, adaptive: bool = Fals
             progress = Progress(total=total, done=existing, adaptive=adaptive)
             _PROGRESS[campaign] = progress
         return progress
+
+
+#: Snakemake's logger, by name (this module imports no Snakemake)
+SNAKEMAKE_LOGGER = "snakemake.logging"
+#: the LogRecord attribute that carries a line's structured fields, for the
+#: perfsnake logger plugin (plugins/snakemake_logger_plugin_perfsnake)
+FIELDS = "perfsnake"
+
+
+def say(line: str, fields: dict[str, object], level: int = logging.INFO) -> None:
+    """One [perfsnake] line. Inside Snakemake it goes through Snakemake's
+    logger, so its log file has it and a logger plugin reads `fields` instead
+    of parsing the text (Snakemake's default logger prints the line as it is);
+    elsewhere (no handler there) it is printed on stderr."""
+    logger = logging.getLogger(SNAKEMAKE_LOGGER)
+    if logger.handlers:
+        logger.log(level, line, extra={FIELDS: fields})
+    else:
+        print(line, file=sys.stderr, flush=True)
 
 
 def count_done(status_paths: list[str]) -> int:
@@ -307,9 +329,20 @@ def free_port() -> int:
 
 
 def _announce(progress: Progress | None, campaign: str, label: str) -> None:
-    """The progress line `run k/N <record> (ETA ...)` as a run starts."""
-    if progress is not None:
-        print(progress.start_line(campaign, label), file=sys.stderr, flush=True)
+    """The progress line `run k/N <record> (ETA ...)` as a run starts; the
+    invocation's first also carries every campaign's plan (for an ETA over
+    all of them)."""
+    global _PLAN
+    if progress is None:
+        return
+    line, k = progress.start(campaign, label)
+    fields: dict[str, object] = {"kind": "run", "campaign": campaign, "label": label, "k": k,
+                                 "total": progress.total, "adaptive": progress.adaptive}  # fmt: skip
+    with _PROGRESS_LOCK:
+        plan, _PLAN = _PLAN, None
+    if plan:
+        fields["plan"] = plan
+    say(line, fields)
 
 
 def _launch(
@@ -333,6 +366,29 @@ def _launch(
 
 # ---- the run rule's job body ------------------------------------------------------
 _DONE_BEFORE: dict[str, int] = {}
+#: every campaign's runs, made at the invocation's first run and sent with its progress line
+_PLAN: dict[str, dict[str, object]] | None = None
+
+
+def _adaptive(c: Campaign) -> bool:
+    """Its rounds, steps or picked pairs decide how many runs: the total is a cap."""
+    return c.precision is not None or bool(c.bisect) or c.why_of is not None
+
+
+def _plan(index: CampaignIndex) -> None:
+    """Every campaign of the invocation that runs: how many runs it may have
+    and how many had a status before this invocation's first run (one stat
+    per possible run, as each campaign's first run counted them anyway)."""
+    global _PLAN
+    plan: dict[str, dict[str, object]] = {}
+    for name, c in index.campaigns.items():
+        if c.imported:
+            continue
+        if name not in _DONE_BEFORE:
+            _DONE_BEFORE[name] = count_done(index.possible_run_targets(name))
+        plan[name] = {"total": len(c.records) * c.max_runs, "done": _DONE_BEFORE[name], "adaptive": _adaptive(c)}
+    with _PROGRESS_LOCK:
+        _PLAN = plan
 
 
 def run_script(index: CampaignIndex, name: str, record_path: str, run: int, workdir: Path,
@@ -364,9 +420,11 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
     extra: dict[str, object] = {"free_port": free_port()}
     server = servers.for_run(index, name, record_path, workdir)
     rdir, script = run_script(index, name, record_path, run, workdir, extra, server)
+    if not _DONE_BEFORE:
+        _plan(index)
     if name not in _DONE_BEFORE:
         _DONE_BEFORE[name] = count_done(index.possible_run_targets(name))
-    progress = progress_for(name, len(c.records) * c.max_runs, _DONE_BEFORE[name], c.precision is not None)
+    progress = progress_for(name, len(c.records) * c.max_runs, _DONE_BEFORE[name], _adaptive(c))
     params = {**c.run_params(c.by_path[record_path]), **extra}
     ctx = Context(params, rdir, workdir)
 
@@ -384,7 +442,7 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
     )
     line = failure_line(name, f"{record_path}/run-{run}", rdir)
     if line:
-        print(line, file=sys.stderr, flush=True)
+        say(line, {"kind": "failed", "campaign": name, "label": f"{record_path}/run-{run}"}, logging.WARNING)
 
 
 def first_line(path: Path) -> str:
