@@ -13,7 +13,8 @@ os.environ.setdefault(
 )
 # The results store of this test session: never the user's own history.
 os.environ.setdefault(
-    "PERFSNAKE_HISTORY", "sqlite:///" + os.path.join(tempfile.mkdtemp(prefix="perfsnake-test-history-"), "history.sqlite")
+    "PERFSNAKE_HISTORY",
+    "sqlite:///" + os.path.join(tempfile.mkdtemp(prefix="perfsnake-test-history-"), "history.sqlite"),
 )
 
 
