@@ -394,3 +394,15 @@ def test_versions_are_drawn_in_their_ranges_first_parent_order():
     )
     data = pd.DataFrame({"when": ["1", "2", "3", "4"], "version": ["commit=c", "commit=a", "commit=x", "commit=b"]})
     assert version_order(frame, data) == ["commit=a", "commit=b", "commit=c", "commit=x"]
+
+
+def test_a_campaign_whose_runs_all_failed_is_recorded_and_shown():
+    import pandas as pd
+
+    from perfsnake.history import views
+
+    frame = pd.DataFrame({"invocation_id": ["i"], "first_start": ["t"], "hostname": ["h"], "record": ["{}"],
+                          "status": ["hook_failed"], "metrics": ['{"ops": null}'], "versions": ["{}"], "start": ["t"]})  # fmt: skip
+    assert views.series(frame, "ops") == []
+    text = views.show(frame, "c", "ops")
+    assert "1 invocation(s)" in text and "latest" in text

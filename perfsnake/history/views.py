@@ -67,9 +67,12 @@ def series(frame: pd.DataFrame, metric: str) -> list[Series]:
     """Per machine and record, the invocations in time order with their ok runs' values."""
     if frame.empty:
         return []
-    ok = frame[frame["status"] == "ok"].copy()
+    ok = frame.loc[frame["status"] == "ok"].copy()
     ok["value"] = [json.loads(m).get(metric) for m in ok["metrics"]]
-    ok = ok[ok["value"].map(lambda v: isinstance(v, int | float) and not isinstance(v, bool))]
+    numeric = ok["value"].map(lambda v: isinstance(v, int | float) and not isinstance(v, bool)).astype(bool)
+    ok = ok.loc[numeric]
+    if ok.empty:  # every run failed, or the metric was never measured
+        return []
     out = []
     for (host, record), group in ok.groupby(["hostname", "record"], sort=True):
         points = []
