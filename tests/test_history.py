@@ -275,10 +275,29 @@ def test_two_writers_at_once_on_postgresql_lose_no_row(postgres):
 
 
 @pytest.mark.e2e
-def test_a_campaign_records_into_postgresql(tmp_path, postgres):
-    proc = snakemake(tmp_path, cost_campaign(tmp_path, name="pgcamp"), env={"PERFSNAKE_HISTORY": postgres})
-    assert "history: pgcamp: 6 run(s) recorded" in proc.stderr
-    assert len(Store.open(postgres).frame("pgcamp")) == 6
+def test_two_invocations_record_into_postgresql_at_once(tmp_path, postgres):
+    """Two workflows (two checkouts, as two machines would be) finish and
+    record into one PostgreSQL store at the same time: every run of both, once."""
+    env = {**os.environ, "PERFSNAKE_HISTORY": postgres}
+    procs = []
+    for side in ("left", "right"):
+        work = tmp_path / side
+        work.mkdir()
+        camp = cost_campaign(work, name=f"pg{side}")
+        cmd = [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
+               "--directory", str(work), "--configfile", str(ROOT / "config/config.yaml"), "--cores", "1", "all",
+               "--config", f"campaign={camp}"]  # fmt: skip
+        procs.append(
+            subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+        assert "run(s) recorded as invocation" in err
+    store = Store.open(postgres)
+    for side in ("left", "right"):
+        frame = store.frame(f"pg{side}")
+        assert len(frame) == 6 and frame["run_key"].is_unique
 
 
 # ---- the dashboard, in a real browser ------------------------------------------------------
