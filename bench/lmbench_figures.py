@@ -4,7 +4,7 @@ and side by side with a real lmbench3 when one is given.
 usage: .venv/bin/python bench/lmbench_figures.py [--lmbench3 PATH] [--rounds 3]
            [--enough-us 100000] [--placement unpinned|same] [--only NAME,...]
 
-Builds perfsnake/csrc/lmbench (-O2, as the catalog does) into bench/results/lmbench_build
+Builds perfsnake/csrc/lmbench (-O2, as the catalog does) into a directory of its own
 and runs every comparison in rotated rounds (the order changes each round,
 and who goes first alternates), both programs with the same interval
 (LMBENCH_ENOUGH_US for ours, ENOUGH for lmbench3) and the same number of
@@ -24,6 +24,8 @@ import json
 import os
 import platform
 import re
+import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -41,7 +43,7 @@ from perfsnake.layout import c_source  # noqa: E402
 
 SRC = c_source("lmbench")
 
-_OURS_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz)$", re.M)
+_OURS_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz|/s|bytes|pages|x)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -53,12 +55,18 @@ class Comparison:
     theirs: tuple[str, ...] | None = None  # lmbench3 program and operands
     pattern: str | None = None  # regex with one group: lmbench3's value (stderr + stdout)
     differs: str = ""  # how the definitions differ, for the docs' table
+    server: tuple[str, ...] | None = None  # lmbench3's server, started before its run and stopped (-S) after
+    server_socket: str | None = None  # the server's fixed socket path: removed before, waited for after the start
+    timeout: float = 300  # seconds for one run of either program
 
 
-def _c(name, ours, unit, theirs=None, pattern=None, line=None, differs=""):
+def _c(
+    name, ours, unit, theirs=None, pattern=None, line=None, differs="", server=None, server_socket=None, timeout=300
+):
     return Comparison(
-        name, tuple(ours.split()), line, unit, tuple(theirs.split()) if theirs else None, pattern, differs
-    )
+        name, tuple(ours.split()), line, unit, tuple(theirs.split()) if theirs else None, pattern, differs,
+        tuple(server.split()) if server else None, server_socket, timeout,
+    )  # fmt: skip
 
 
 _US = r"(\S+) microseconds"
@@ -115,6 +123,11 @@ COMPARISONS = [
     _c("bw_mmap_rd 4 MB mmap_only", "bw_mmap_rd 4096 mmap_only {dir}", "MB/s", "bw_mmap_rd 4m mmap_only {file}", r"^\S+ (\S+)$"),
     _c("bw_file_rd 4 MB open2close", "bw_file_rd 4096 open2close {dir}", "MB/s", "bw_file_rd 4m open2close {file}", r"^\S+ (\S+)$"),
     _c("bw_mmap_rd 4 MB open2close", "bw_mmap_rd 4096 open2close {dir}", "MB/s", "bw_mmap_rd 4m open2close {file}", r"^\S+ (\S+)$"),
+    *[_c(f"lat_usleep {op} {us}", f"lat_timer {op} {us}", "us", f"lat_usleep -u {op} {us}",
+         rf"^{op} {us} microseconds: (\S+) microseconds", line=f"lat_timer.{op}.actual")
+      for op in ("usleep", "nanosleep", "select", "pselect", "itimer") for us in (100, 1000)],
+    *[_c(f"lat_rand {op}", f"lat_rand {op}", "ns", "lat_rand", rf"^{op} latency: (\S+) nanoseconds")
+      for op in ("drand48", "lrand48", "rand", "random")],
     _c("stream triad", "stream triad", "MB/s"),
     _c("lat_timer select 1000", "lat_timer select 1000", "us"),
     _c("mhz (cycle, ns)", "mhz", "ns", "mhz", r"MHz, (\S+) nanosec clock", line="mhz.min"),
@@ -181,10 +194,15 @@ def run_group(cmd: list[str], env: dict, cwd: Path | None = None, timeout: float
     return proc.returncode, out, err
 
 
-def run_ours(bindir: Path, comp: Comparison, env: dict, reps: int, placement: str, subst: dict) -> float | None:
+def run_ours(
+    bindir: Path, comp: Comparison, env: dict, reps: int, placement: str, subst: dict, memo: dict
+) -> float | None:
     argv = [a.format(**subst) for a in comp.ours]
     flags = ["-N", str(reps)] + (["-A", placement] if placement != "unpinned" and argv[0] in IPC else [])
-    code, out, err = run_group([str(bindir / argv[0]), *flags, *argv[1:]], env)
+    key = ("ours", *flags, *argv)
+    if key not in memo:  # lat_fs prints creates and deletes at once: run it once per round
+        memo[key] = run_group([str(bindir / argv[0]), *flags, *argv[1:]], env, timeout=comp.timeout)
+    code, out, err = memo[key]
     lines = {m.group(1): float(m.group(2)) for m in _OURS_LINE.finditer(out)}
     if code or not lines:
         print(f"  ours {' '.join(argv)} failed: {err.strip()[-200:]}", file=sys.stderr)
@@ -201,13 +219,34 @@ def run_theirs(
         pin = ["taskset", "-c", str(min(os.sched_getaffinity(0)))] if placement == "same" else []
         reps_flag = [] if argv[0] == "mhz" else ["-N", str(reps)]  # lmbench3's mhz takes no -N
         cmd = [*pin, str(bindir / argv[0]), *reps_flag, *argv[1:]]
-        _code, out, err = run_group(cmd, env, cwd=bindir)
+        if comp.server:
+            cmd = with_server(bindir, comp, pin, cmd)
+        _code, out, err = run_group(cmd, env, cwd=bindir, timeout=comp.timeout)
+        if comp.server_socket:
+            Path(comp.server_socket).unlink(missing_ok=True)
         memo[argv] = err + out
     match = re.search(comp.pattern, memo[argv], re.M)
     if not match:
         print(f"  lmbench3 {' '.join(argv)}: no match for {comp.pattern!r} in {memo[argv][-200:]!r}", file=sys.stderr)
         return None
     return float(match.group(1))
+
+
+def with_server(bindir: Path, comp: Comparison, pin: list[str], cmd: list[str]) -> list[str]:
+    """The client's command line wrapped in a shell that starts lmbench3's
+    server first (`prog -s` forks it and returns) and stops it after (`prog
+    -S`): one session, as lmbench's own scripts run them (a server in a
+    session of its own is in another autogroup of the scheduler), killed as
+    one group by run_group."""
+    assert comp.server is not None
+    server = shlex.join([*pin, str(bindir / comp.server[0]), *comp.server[1:]])
+    stop = shlex.join([str(bindir / comp.server[0]), "-S"])
+    wait = ""
+    if comp.server_socket:
+        Path(comp.server_socket).unlink(missing_ok=True)  # a stale one fails its bind()
+        sock = shlex.quote(comp.server_socket)
+        wait = f"n=0; while [ ! -S {sock} ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done; "
+    return ["sh", "-c", f"{server}; {wait}{shlex.join(cmd)}; status=$?; {stop}; exit $status"]
 
 
 def summary(values: list[float]) -> dict[str, float | None]:
@@ -229,10 +268,10 @@ def main() -> None:
     args = parser.parse_args()
 
     comps = [c for c in COMPARISONS if not args.only or any(c.name.startswith(o) for o in args.only.split(","))]
-    ours_bin = OUT / "lmbench_build"
+    work = Path(tempfile.mkdtemp(prefix="lmbench-figures-"))
+    ours_bin = work / "build"  # one per invocation: two at once never run a binary the other is writing
     build_ours(ours_bin)
     theirs_bin = lmbench3_bin(args.lmbench3) if args.lmbench3 else None
-    work = Path(tempfile.mkdtemp(prefix="lmbench-figures-"))
     data_file = work / "data"
     # lmbench3's file benchmarks need a file of their own; written a page at a
     # time, so the page cache holds it in single-page folios as ours does (a
@@ -257,7 +296,7 @@ def main() -> None:
             sides = ["ours", "theirs"] if rnd % 2 == 0 else ["theirs", "ours"]
             for side in sides:
                 if side == "ours":
-                    pair[side] = run_ours(ours_bin, comp, env, args.repetitions, args.placement, subst)
+                    pair[side] = run_ours(ours_bin, comp, env, args.repetitions, args.placement, subst, memo)
                 elif theirs_bin and comp.theirs:
                     pair[side] = run_theirs(theirs_bin, comp, env, args.repetitions, args.placement, subst, memo)
             for side, val in pair.items():
@@ -286,6 +325,7 @@ def main() -> None:
     }  # fmt: skip
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
+    shutil.rmtree(work, ignore_errors=True)  # the data file and whatever a killed program left
     print(
         "| measure | unit | ours (median, CV) | lmbench3 (median, CV) | ours / lmbench3 (rounds' range) |\n|---|---|---|---|---|"
     )

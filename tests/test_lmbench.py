@@ -655,7 +655,11 @@ def test_a_killed_lat_sem_leaves_no_semaphore_set(bins):
 
 #: (program, operation) added for issue 36; each is a record of a ready campaign
 #: (config/campaigns/lmbench_*.yaml), which test_issue36_records_through_a_campaign runs.
-ADDED = {("bw_mem", op) for op in ("rdwr", "cp_lmbench", "frd", "fwr", "fcp", "bcopy")}
+ADDED = {("bw_mem", op) for op in ("rdwr", "cp_lmbench", "frd", "fwr", "fcp", "bcopy")} | {
+    ("lat_timer", "pselect"),
+    ("lat_timer", "itimer"),
+    *(("lat_rand", op) for op in ("drand48", "lrand48", "rand", "random")),
+}
 
 
 def finite_positive(got: dict[str, float]) -> bool:
@@ -681,6 +685,35 @@ def test_bw_mem_lmbench_operations_scale_and_refuse_bad_sizes(bins):
     assert run(bins, "bw_mem", "64", "cp_lmbench_", check=False).returncode == 2  # not cut to its first bytes
     assert run(bins, "bw_mem", "4", "fwr", check=False).returncode == 0  # 4 KB: eight 512-byte blocks
     assert run(bins, "bw_mem", "3", "fwr", check=False).returncode == 2
+
+
+@pytest.mark.parametrize("op", ["pselect", "itimer"])
+def test_sleep_timers_pselect_and_itimer(bins, op):
+    """lmbench's lat_usleep methods beyond ours: a sleep or a timer period
+    never ends early, the oversleep is the actual minus the request."""
+    for interval in ("100", "1000"):
+        out = run(bins, "lat_timer", "-N", "3", op, interval).stdout
+        got = lines(out)
+        name = f"lat_timer.{op}"
+        assert list(got) == [name, f"{name}.min", f"{name}.actual"], out
+        assert 0 <= got[f"{name}.min"] <= got[name] and got[f"{name}.actual"] >= int(interval)
+        # Both printed to 6 significant digits: equal to the actual's last digit.
+        assert got[f"{name}.actual"] - int(interval) == pytest.approx(got[name], abs=got[f"{name}.actual"] * 1e-5)
+    out = run(bins, "lat_timer", "-P", "2", "-N", "3", op, "500").stdout
+    assert out.startswith(f"lat_timer.{op} ") and note(out)["parallel"] == "2"
+    assert run(bins, "lat_timer", "itimers", check=False).returncode == 2
+
+
+def test_random_number_generators(bins):
+    out = run(bins, "lat_rand", "-N", "3").stdout  # all four, lmbench's order
+    got = lines(out)
+    names = [f"lat_rand.{g}" for g in ("drand48", "lrand48", "rand", "random")]
+    assert list(got) == [n + suffix for n in names for suffix in ("", ".min")] and finite_positive(got), out
+    assert all(got[f"{n}.min"] <= got[n] for n in names)
+    assert len(re.findall(r"^# benchmp ", out, re.M)) == 4
+    out = run(bins, "lat_rand", "-P", "2", "-N", "3", "random").stdout
+    assert list(lines(out)) == ["lat_rand.random", "lat_rand.random.min"] and note(out)["parallel"] == "2"
+    assert run(bins, "lat_rand", "rand48", check=False).returncode == 2
 
 
 def _added_records() -> list[dict[str, object]]:

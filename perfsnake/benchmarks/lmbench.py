@@ -5,7 +5,7 @@ operation), `size_kb` (lat_mem_rd, bw_mem, lat_ctx, lat_mmap, lat_pagefault,
 bw_file_rd, bw_mmap_rd; stream's per-array size), `stride` (lat_mem_rd),
 `nprocs` (lat_ctx's ring), `msg_bytes` (lat_tcp, lat_udp, lat_unix message;
 bw_pipe, bw_unix, bw_tcp chunk), `interval_us` (lat_timer's requested
-sleep), `nfds` (lat_select), `file` (lat_syscall's FILE), `parallel`
+sleep or timer period), `nfds` (lat_select), `file` (lat_syscall's FILE), `parallel`
 (children of the harness: scalable load), `repetitions` (intervals whose
 median is reported), `warmup_us` (-W), `placement` (-A: the two ends of an
 IPC benchmark on the same CPU, different CPUs, or unpinned).
@@ -47,7 +47,7 @@ OPS = {
     "lat_tcp": ("roundtrip",),
     "lat_udp": ("roundtrip",),
     "lat_connect": ("connect",),
-    "lat_timer": ("usleep", "nanosleep", "select"),
+    "lat_timer": ("usleep", "nanosleep", "select", "pselect", "itimer"),
     "lat_ops": _LAT_OPS,
     "lat_unix": ("roundtrip",),
     "lat_fifo": ("roundtrip",),
@@ -57,6 +57,7 @@ OPS = {
     "bw_file_rd": ("io_only", "open2close"),
     "bw_mmap_rd": ("mmap_only", "open2close"),
     "mhz": ("cycle",),
+    "lat_rand": ("drand48", "lrand48", "rand", "random"),
 }
 PROGRAMS = tuple(OPS)
 #: size_kb when a campaign does not set it (stream's arrays must outgrow the
