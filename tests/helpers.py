@@ -120,3 +120,18 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def cgroup2_mount() -> str | None:
+    """Where cgroup v2 is mounted (/sys/fs/cgroup, or .../unified on a hybrid host), if it is."""
+    mounts = [
+        line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines() if " - cgroup2 " in line
+    ]
+    return mounts[0] if mounts else None
+
+
+def cgroup_of(pid: int) -> str:
+    """A process's cgroup v2 path ("0::/path" in /proc/PID/cgroup)."""
+    return next(
+        (line[3:] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if line.startswith("0::")), "/"
+    )

@@ -20,7 +20,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, SNAKEMAKE, alive, jobs_run, mtimes, processes_under, snakemake, statuses, write_campaign
+from helpers import (
+    ROOT,
+    SNAKEMAKE,
+    alive,
+    cgroup2_mount,
+    cgroup_of,
+    jobs_run,
+    mtimes,
+    processes_under,
+    snakemake,
+    statuses,
+    write_campaign,
+)
 
 from perfsnake.results import read_csv
 
@@ -72,20 +84,6 @@ def expected_containment() -> str:
     if own != "/" and os.access(mount + own, os.W_OK):  # a delegated subtree
         return f"cgroup2:{mount}{own}/perfsnake/"
     return "subreaper"
-
-
-def cgroup2_mount() -> str | None:
-    mounts = [
-        line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines() if " - cgroup2 " in line
-    ]
-    return mounts[0] if mounts else None
-
-
-def cgroup_of(pid: int) -> str:
-    """A process's cgroup v2 path ("0::/path" in /proc/PID/cgroup)."""
-    return next(
-        (line[3:] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if line.startswith("0::")), "/"
-    )
 
 
 @contextmanager

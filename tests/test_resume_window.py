@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, SNAKEMAKE, jobs_run, snakemake, statuses, write_campaign
+from helpers import ROOT, SNAKEMAKE, cgroup2_mount, cgroup_of, jobs_run, snakemake, statuses, write_campaign
 
 pytestmark = pytest.mark.e2e
 
@@ -171,17 +171,6 @@ def test_a_kill_inside_snakemakes_completion_of_the_run_redoes_nothing(tmp_path,
 
 
 # ---- the launcher, still finishing when the resume starts -------------------------------
-def cgroup2_mount() -> str | None:
-    mounts = [
-        line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines() if " - cgroup2 " in line
-    ]
-    return mounts[0] if mounts else None
-
-
-def cgroup_of(pid: int) -> str:
-    return next(
-        (line[3:] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if line.startswith("0::")), "/"
-    )
 
 
 @contextmanager
