@@ -123,6 +123,15 @@ COMPARISONS = [
     _c("bw_mmap_rd 4 MB mmap_only", "bw_mmap_rd 4096 mmap_only {dir}", "MB/s", "bw_mmap_rd 4m mmap_only {file}", r"^\S+ (\S+)$"),
     _c("bw_file_rd 4 MB open2close", "bw_file_rd 4096 open2close {dir}", "MB/s", "bw_file_rd 4m open2close {file}", r"^\S+ (\S+)$"),
     _c("bw_mmap_rd 4 MB open2close", "bw_mmap_rd 4096 open2close {dir}", "MB/s", "bw_mmap_rd 4m open2close {file}", r"^\S+ (\S+)$"),
+    *[_c(f"lat_fs {kb}k {what}/s", f"lat_fs {kb} {{dir}}", "/s", "lat_fs {dir}", rf"^{kb}k\t\d+\t{skip}(\d+)",
+         line=f"lat_fs.{kb}k.{what}_per_s", timeout=1800)
+      for what, skip in (("creates", ""), ("deletes", r"\d+\t")) for kb in (0, 1, 4, 10)],
+    _c("lat_fcntl", "lat_fcntl {dir}", "us", "lat_fcntl", "Fcntl lock latency: " + _US,
+       differs="files in DIR ($TMPDIR); lmbench's in /tmp"),
+    _c("lat_unix_connect", "lat_unix_connect {dir}", "us", "lat_unix_connect", "UNIX connection cost: " + _US,
+       server="lat_unix_connect -s", server_socket="/tmp/af_unix"),
+    _c("bw_udp", "bw_udp", "MB/s", differs="lmbench3's bw_udp cannot run on 64-bit Linux"),
+    _c("bw_udp 1024", "bw_udp 1024", "MB/s"),
     *[_c(f"lat_usleep {op} {us}", f"lat_timer {op} {us}", "us", f"lat_usleep -u {op} {us}",
          rf"^{op} {us} microseconds: (\S+) microseconds", line=f"lat_timer.{op}.actual")
       for op in ("usleep", "nanosleep", "select", "pselect", "itimer") for us in (100, 1000)],

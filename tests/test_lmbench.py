@@ -656,6 +656,10 @@ def test_a_killed_lat_sem_leaves_no_semaphore_set(bins):
 #: (program, operation) added for issue 36; each is a record of a ready campaign
 #: (config/campaigns/lmbench_*.yaml), which test_issue36_records_through_a_campaign runs.
 ADDED = {("bw_mem", op) for op in ("rdwr", "cp_lmbench", "frd", "fwr", "fcp", "bcopy")} | {
+    ("lat_fs", "create_delete"),
+    ("lat_fcntl", "roundtrip"),
+    ("lat_unix_connect", "connect"),
+    ("bw_udp", "read"),
     ("lat_timer", "pselect"),
     ("lat_timer", "itimer"),
     *(("lat_rand", op) for op in ("drand48", "lrand48", "rand", "random")),
@@ -687,6 +691,106 @@ def test_bw_mem_lmbench_operations_scale_and_refuse_bad_sizes(bins):
     assert run(bins, "bw_mem", "3", "fwr", check=False).returncode == 2
 
 
+@pytest.mark.parametrize("kb", [0, 1, 4, 10])
+def test_lat_fs_creates_and_deletes(bins, tmp_path, kb):
+    """Per file size: create and delete latencies with their minima and notes,
+    and lat_fs's own files per second; nothing left in DIR."""
+    out = run(bins, "lat_fs", "-N", "3", str(kb), str(tmp_path)).stdout
+    got = lines(out.replace(" /s", " ns"))
+    name = f"lat_fs.{kb}k"
+    assert list(got) == [name, f"{name}.min", f"{name}.creates_per_s", f"{name}.delete", f"{name}.delete.min",
+                         f"{name}.deletes_per_s"] and finite_positive(got), out  # fmt: skip
+    assert got[f"{name}.min"] <= got[name] and got[f"{name}.delete.min"] <= got[f"{name}.delete"]
+    # Files per second are the median's microseconds per file, inverted (both printed to 6 digits).
+    assert got[f"{name}.creates_per_s"] * got[name] == pytest.approx(1e6, rel=2e-5)
+    assert got[f"{name}.deletes_per_s"] * got[f"{name}.delete"] == pytest.approx(1e6, rel=2e-5)
+    notes = re.findall(r"^# benchmp (.*)$", out, re.M)
+    assert len(notes) == 2 and all("kept=3 " in n for n in notes), out  # one per benchmp: create, delete
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_lat_fs_many_files_parallel_and_bad_sizes(bins, tmp_path):
+    # A 20 ms parallel interval of 0 KB creates spans more than 100 files: a tree of directories.
+    env = {**FAST, "LMBENCH_PARALLEL_INTERVAL_US": "20000"}
+    out = run(bins, "lat_fs", "-P", "2", "-N", "3", "0", str(tmp_path), env=env).stdout
+    assert out.startswith("lat_fs.0k ") and note(out)["parallel"] == "2" and finite_positive(lines(out))
+    assert list(tmp_path.iterdir()) == [] and leftovers(bins, "lat_fs") == ""
+    for bad in (["-1"], ["65537"], ["4k"], ["1", str(tmp_path), "extra"], []):
+        assert run(bins, "lat_fs", *bad, check=False).returncode == 2, bad
+    missing = run(bins, "lat_fs", "-N", "3", "0", str(tmp_path / "missing"), check=False)
+    assert missing.returncode == 1 and "mkdtemp" in missing.stderr and missing.stdout == ""
+
+
+@pytest.mark.parametrize("prog", ["lat_fcntl", "lat_unix_connect"])
+def test_lock_and_connect_latencies(bins, tmp_path, prog):
+    """Two ends per process (the partner or server is forked and reaped),
+    scalable, placeable, and nothing left in DIR."""
+    for flags in ([], ["-P", "2"], ["-A", "same"]):
+        proc = run(bins, prog, "-N", "3", *flags, str(tmp_path))
+        got = lines(proc.stdout)
+        assert list(got) == [prog, f"{prog}.min"] and finite_positive(got) and got[f"{prog}.min"] <= got[prog]
+        assert note(proc.stdout)["parallel"] == ("2" if "-P" in flags else "1")
+        if "-A" in flags:
+            ends = re.findall(r"placement same: end (\d) of pair 0 on CPU (\d+)", proc.stderr)
+            assert {e for e, _ in ends} == {"0", "1"} and len({c for _, c in ends}) == 1, proc.stderr
+        assert list(tmp_path.iterdir()) == [] and leftovers(bins, prog) == ""
+    assert run(bins, prog, str(tmp_path), "extra", check=False).returncode == 2
+
+
+def test_catalog_issue36_programs(tmp_path):
+    from perfsnake.benchmarks.base import RunContext
+    from perfsnake.benchmarks.lmbench import LmbenchBenchmark
+
+    bench = LmbenchBenchmark({}, "test")
+
+    def argv(**params):
+        ctx = RunContext(params={**bench.run_defaults, **params}, build_dir=tmp_path, run_dir=tmp_path, duration_s=1)
+        return bench.run_command(ctx)[1:]
+
+    assert argv(micro="bw_mem", op="fcp", size_kb=4096)[-2:] == ["4096", "fcp"]
+    assert argv(micro="lat_fs")[-1] == "0" and argv(micro="lat_fs", size_kb=10)[-1] == "10"
+    assert argv(micro="lat_fcntl", placement="same")[-2:] == ["-A", "same"]
+    assert argv(micro="lat_unix_connect")[-1].endswith("calibration.tsv")
+    note_line = "# benchmp interval_us=5000 calibration=fixed parallel=1 intervals={} kept=3 discarded={} out_of_window=0 resized=0\n"
+    out = ("lat_fs.4k 20.5000 us\nlat_fs.4k.min 19.0000 us\n" + note_line.format(3, 0) + "lat_fs.4k.creates_per_s 48780.5 /s\n"
+           "lat_fs.4k.delete 8.00000 us\nlat_fs.4k.delete.min 7.50000 us\n" + note_line.format(4, 1) + "lat_fs.4k.deletes_per_s 125000 /s\n")  # fmt: skip
+    got = bench.parse(out, "", {"micro": "lat_fs", "size_kb": 4})
+    assert got["latency_ns"] == 20500 and got["latency_min_ns"] == 19000 and got["creates_per_s"] == 48780.5
+    assert got["delete_ns"] == 8000 and got["delete_min_ns"] == 7500 and got["deletes_per_s"] == 125000
+    assert got["effective_size_kb"] == 4 and got["intervals_discarded"] == 0  # the first note: creation's
+    assert "bandwidth_mb_s" not in got
+    lmbench_campaign(tmp_path, {"micro": ["lat_fs"], "size_kb": [0, 1, 4, 10]})  # 0 is valid for lat_fs
+
+
+@pytest.mark.parametrize("variables,key,problem", [
+    ({"micro": ["lat_fs"], "size_kb": [100000]}, "variables.size_kb", "up to 65536"),
+    ({"micro": ["lat_fs"], "size_kb": [-1]}, "variables.size_kb", "not a positive integer (or 0)"),
+    ({"micro": ["bw_mem"], "op": ["fcopy"]}, "variables.op", "not an operation of bw_mem"),
+])  # fmt: skip
+def test_catalog_rejects_bad_issue36_values(tmp_path, variables, key, problem):
+    from perfsnake.errors import CampaignError
+
+    with pytest.raises(CampaignError) as info:
+        lmbench_campaign(tmp_path, variables)
+    assert info.value.key == key and problem in info.value.problem
+
+
+def test_udp_bandwidth(bins):
+    """Batches of datagrams from a server the program forks; the batch fits
+    the receive buffer (stderr says it), nothing is lost, no server is left."""
+    for argv in ([], ["1024"], ["-P", "2", "8192"], ["-A", "same", "1"]):
+        proc = run(bins, "bw_udp", "-N", "3", *argv)
+        got = lines(proc.stdout)
+        assert list(got) == ["bw_udp", "bw_udp.max"] and finite_positive(got), proc.stdout
+        size = argv[-1] if argv else "65507"
+        batch = re.search(rf"^bw_udp: (\d+) datagrams of {size} bytes per request$", proc.stderr, re.M)
+        assert batch and 1 <= int(batch.group(1)) <= 1024, proc.stderr
+        assert note(proc.stdout)["parallel"] == ("2" if "-P" in argv else "1")
+    assert leftovers(bins, "bw_udp") == ""
+    for bad in (["0"], ["65508"], ["1", "2"]):
+        assert run(bins, "bw_udp", *bad, check=False).returncode == 2, bad
+
+
 @pytest.mark.parametrize("op", ["pselect", "itimer"])
 def test_sleep_timers_pselect_and_itimer(bins, op):
     """lmbench's lat_usleep methods beyond ours: a sleep or a timer period
@@ -714,6 +818,28 @@ def test_random_number_generators(bins):
     out = run(bins, "lat_rand", "-P", "2", "-N", "3", "random").stdout
     assert list(lines(out)) == ["lat_rand.random", "lat_rand.random.min"] and note(out)["parallel"] == "2"
     assert run(bins, "lat_rand", "rand48", check=False).returncode == 2
+
+
+def test_catalog_issue36_timers_rand_udp(tmp_path):
+    from perfsnake.benchmarks.base import RunContext
+    from perfsnake.benchmarks.lmbench import LmbenchBenchmark
+
+    bench = LmbenchBenchmark({}, "test")
+
+    def argv(**params):
+        ctx = RunContext(params={**bench.run_defaults, **params}, build_dir=tmp_path, run_dir=tmp_path, duration_s=1)
+        return bench.run_command(ctx)[1:]
+
+    assert argv(micro="bw_udp", msg_bytes=1024, placement="different")[-3:] == ["-A", "different", "1024"]
+    assert argv(micro="bw_udp")[-1].endswith("calibration.tsv")  # the program's default datagram
+    assert argv(micro="lat_rand", op="random")[-1] == "random" and argv(micro="lat_rand")[-1] == "drand48"
+    assert argv(micro="lat_timer", op="itimer", interval_us=100)[-2:] == ["itimer", "100"]
+    got = bench.parse("lat_rand.lrand48 5.50000 ns\nlat_rand.lrand48.min 5.40000 ns\n", "", {"micro": "lat_rand"})
+    assert got["latency_ns"] == 5.5 and got["latency_min_ns"] == 5.4
+    got = bench.parse("bw_udp 1896.37 MB/s\nbw_udp.max 2109.82 MB/s\n", "", {"micro": "bw_udp"})
+    assert got["bandwidth_mb_s"] == 1896.37 and "latency_ns" not in got
+    with pytest.raises(Exception, match="up to 65507"):
+        lmbench_campaign(tmp_path, {"micro": ["bw_udp"], "msg_bytes": [70000]})
 
 
 def _added_records() -> list[dict[str, object]]:

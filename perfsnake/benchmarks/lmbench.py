@@ -2,9 +2,10 @@
 
 Variables: `micro` (one of PROGRAMS), `op` (the micro-benchmark's
 operation), `size_kb` (lat_mem_rd, bw_mem, lat_ctx, lat_mmap, lat_pagefault,
-bw_file_rd, bw_mmap_rd; stream's per-array size), `stride` (lat_mem_rd),
-`nprocs` (lat_ctx's ring), `msg_bytes` (lat_tcp, lat_udp, lat_unix message;
-bw_pipe, bw_unix, bw_tcp chunk), `interval_us` (lat_timer's requested
+bw_file_rd, bw_mmap_rd; stream's per-array size; lat_fs's files, 0 allowed),
+`stride` (lat_mem_rd), `nprocs` (lat_ctx's ring), `msg_bytes` (lat_tcp,
+lat_udp, lat_unix message; bw_pipe, bw_unix, bw_tcp chunk; bw_udp datagram),
+`interval_us` (lat_timer's requested
 sleep or timer period), `nfds` (lat_select), `file` (lat_syscall's FILE), `parallel`
 (children of the harness: scalable load), `repetitions` (intervals whose
 median is reported), `warmup_us` (-W), `placement` (-A: the two ends of an
@@ -57,14 +58,18 @@ OPS = {
     "bw_file_rd": ("io_only", "open2close"),
     "bw_mmap_rd": ("mmap_only", "open2close"),
     "mhz": ("cycle",),
+    "lat_fs": ("create_delete",),
+    "lat_fcntl": ("roundtrip",),
+    "lat_unix_connect": ("connect",),
+    "bw_udp": ("read",),
     "lat_rand": ("drand48", "lrand48", "rand", "random"),
 }
 PROGRAMS = tuple(OPS)
 #: size_kb when a campaign does not set it (stream's arrays must outgrow the
 #: caches; lat_ctx's working set is lmbench's 0: a bare switch)
-SIZE_KB_DEFAULT = {"stream": 32768, "lat_ctx": 0}
+SIZE_KB_DEFAULT = {"stream": 32768, "lat_ctx": 0, "lat_fs": 0}
 #: programs with a size operand: their runs record the size used (effective_size_kb)
-SIZED = ("lat_mem_rd", "bw_mem", "lat_ctx", "lat_mmap", "lat_pagefault", "stream", "bw_file_rd", "bw_mmap_rd")
+SIZED = ("lat_mem_rd", "bw_mem", "lat_ctx", "lat_mmap", "lat_pagefault", "stream", "bw_file_rd", "bw_mmap_rd", "lat_fs")
 #: not scalable in lmbench3 (lat_connect: TIME_WAIT exhaustion; lat_ops, mhz: CPU constants)
 UNSCALABLE = ("lat_connect", "lat_ops", "mhz")
 #: programs with two communicating ends, which `placement` pins (-A)
@@ -80,12 +85,20 @@ IPC = (
     "lat_fifo",
     "lat_sem",
     "bw_tcp",
+    "lat_fcntl",
+    "lat_unix_connect",
+    "bw_udp",
 )
 PLACEMENTS = ("unpinned", "same", "different")
 #: smallest size_kb and largest msg_bytes each program accepts
-MIN_SIZE_KB = {"bw_mem": 4, "lat_pagefault": 64, "lat_ctx": 0}
+MIN_SIZE_KB = {"bw_mem": 4, "lat_pagefault": 64, "lat_ctx": 0, "lat_fs": 0}
+#: size_kb up to (lat_fs's files)
+MAX_SIZE_KB = {"lat_fs": 65536}
+#: programs whose size_kb may be 0 (lat_ctx: a bare switch; lat_fs: empty files)
+ZERO_SIZE_OK = ("lat_ctx", "lat_fs")
 MAX_MSG_BYTES = {
     "lat_udp": 65507,
+    "bw_udp": 65507,
     "lat_tcp": 16 << 20,
     "lat_unix": 16 << 20,
     "bw_pipe": 64 << 20,
@@ -93,8 +106,10 @@ MAX_MSG_BYTES = {
     "bw_tcp": 64 << 20,
 }
 #: secondary result lines "<primary>.<suffix>" -> metric
-_SECONDARY = {"min": "latency_min_ns", "actual": "actual_ns", "per_fault": "per_fault_ns", "mhz": "mhz"}
-_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz)$", re.M)
+_SECONDARY = {"min": "latency_min_ns", "actual": "actual_ns", "per_fault": "per_fault_ns", "mhz": "mhz",
+              "delete": "delete_ns", "delete.min": "delete_min_ns", "creates_per_s": "creates_per_s",
+              "deletes_per_s": "deletes_per_s"}  # fmt: skip
+_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz|/s)$", re.M)
 #: the harness's note after each result group: how its intervals went
 _NOTE = re.compile(r"^# benchmp (.*)$", re.M)
 #: note field -> metric (the run's metadata in result.json and the CSV)
@@ -132,6 +147,10 @@ class LmbenchBenchmark(Benchmark):
         "actual_ns",
         "per_fault_ns",
         "mhz",
+        "delete_ns",
+        "delete_min_ns",
+        "creates_per_s",
+        "deletes_per_s",
     )
 
     def source_files(self) -> list[Path]:
@@ -158,12 +177,12 @@ class LmbenchBenchmark(Benchmark):
             self._check_options(micro, p)
             if "size_kb" in p and not (
                 _positive(p["size_kb"])
-                or (micro == "lat_ctx" and p["size_kb"] == 0 and not isinstance(p["size_kb"], bool))
+                or (micro in ZERO_SIZE_OK and p["size_kb"] == 0 and not isinstance(p["size_kb"], bool))
             ):
                 raise self.fail(
                     "variables.size_kb",
                     f"{value_text(p['size_kb'])!r} is not a positive integer"
-                    + (" (or 0)" if micro == "lat_ctx" else ""),
+                    + (" (or 0)" if micro in ZERO_SIZE_OK else ""),
                 )
             if micro in UNSCALABLE and p["parallel"] != 1:
                 raise self.fail(
@@ -174,6 +193,10 @@ class LmbenchBenchmark(Benchmark):
             if size < MIN_SIZE_KB.get(micro, 1):  # type: ignore[operator]
                 raise self.fail(
                     "variables.size_kb", f"{micro} needs size_kb >= {MIN_SIZE_KB[micro]}, not {value_text(size)}"
+                )
+            if size > MAX_SIZE_KB.get(micro, size):  # type: ignore[operator]
+                raise self.fail(
+                    "variables.size_kb", f"{micro} takes size_kb up to {MAX_SIZE_KB[micro]}, not {value_text(size)}"
                 )
             if "msg_bytes" in p and p["msg_bytes"] > MAX_MSG_BYTES.get(micro, p["msg_bytes"]):  # type: ignore[operator]
                 raise self.fail(
@@ -258,6 +281,10 @@ class LmbenchBenchmark(Benchmark):
             "bw_file_rd": [size, op],
             "bw_mmap_rd": [size, op],
             "mhz": [],
+            "lat_fs": [size],
+            "lat_fcntl": [],
+            "lat_unix_connect": [],
+            "bw_udp": msg,
         }
         return [*argv, *operands.get(micro, [op])]
 
