@@ -300,7 +300,7 @@ def ready(tmp_path_factory) -> Ready:
 
 # ---- metrics a row may lack by design ---------------------------------------------------------
 
-LMBENCH_BANDWIDTH = {"bw_mem", "stream", "bw_pipe", "bw_unix", "bw_tcp", "bw_file_rd", "bw_mmap_rd"}
+LMBENCH_BANDWIDTH = {"bw_mem", "stream", "bw_pipe", "bw_unix", "bw_tcp", "bw_udp", "bw_file_rd", "bw_mmap_rd"}
 FIO_READS, FIO_WRITES = {"read", "randread"}, {"write", "randwrite"}  # the others do both
 
 
