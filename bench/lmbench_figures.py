@@ -137,6 +137,18 @@ COMPARISONS = [
       for op in ("usleep", "nanosleep", "select", "pselect", "itimer") for us in (100, 1000)],
     *[_c(f"lat_rand {op}", f"lat_rand {op}", "ns", "lat_rand", rf"^{op} latency: (\S+) nanoseconds")
       for op in ("drand48", "lrand48", "rand", "random")],
+    _c("line (bytes)", "line", "bytes", "line", r"^(\d+)$", line="line.bytes"),
+    _c("tlb (pages)", "tlb -L 64", "pages", "tlb -c -L 64", r"^tlb: (\d+) pages", line="tlb.pages"),
+    _c("tlb miss (ns)", "tlb -L 64", "ns", "tlb -c -L 64", r"^tlb: \d+ pages (\S+) nanoseconds", line="tlb"),
+    *[_c(f"par_mem {kb} KB", f"par_mem -L 64 {kb}", "x", "par_mem -L 64 -M 64M", rf"^{kb * 1024 / 1e6:.6f} (\S+)$",
+         line=f"par_mem.{kb}k.parallelism", timeout=1800)
+      for kb in (16, 512, 16384, 65536)],
+    _c("lat_dram_page", "lat_dram_page", "ns", "lat_dram_page", r"^(\S+)$",
+       differs="lmbench prints 0.0 when the two chains differ by less than 5 %"),
+    *[_c(f"par_ops {t}_{o}", f"par_ops {t}_{o}", "x", "par_ops", rf"^{lt} {o} parallelism: (\S+)$",
+         line=f"par_ops.{t}_{o}.parallelism", timeout=1800)
+      for t, lt in (("int", "integer"), ("int64", "int64"), ("float", "float"), ("double", "double"))
+      for o in ("bit", "add", "mul", "div", "mod") if not (t in ("float", "double") and o in ("bit", "mod"))],
     _c("stream triad", "stream triad", "MB/s"),
     _c("lat_timer select 1000", "lat_timer select 1000", "us"),
     _c("mhz (cycle, ns)", "mhz", "ns", "mhz", r"MHz, (\S+) nanosec clock", line="mhz.min"),

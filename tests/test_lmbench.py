@@ -663,6 +663,12 @@ ADDED = {("bw_mem", op) for op in ("rdwr", "cp_lmbench", "frd", "fwr", "fcp", "b
     ("lat_timer", "pselect"),
     ("lat_timer", "itimer"),
     *(("lat_rand", op) for op in ("drand48", "lrand48", "rand", "random")),
+    ("line", "line_size"),
+    ("tlb", "pages"),
+    ("par_mem", "parallelism"),
+    *(("par_ops", f"{t}_{o}") for t in ("int", "int64") for o in ("bit", "add", "mul", "div", "mod")),
+    *(("par_ops", f"{t}_{o}") for t in ("float", "double") for o in ("add", "mul", "div")),
+    ("lat_dram_page", "page_change"),
 }
 
 
@@ -842,6 +848,112 @@ def test_catalog_issue36_timers_rand_udp(tmp_path):
         lmbench_campaign(tmp_path, {"micro": ["bw_udp"], "msg_bytes": [70000]})
 
 
+def results(out: str) -> dict[str, tuple[float, str]]:
+    """Every result line: name -> (value, unit)."""
+    return {m.group(1): (float(m.group(2)), m.group(3)) for m in re.finditer(r"^(\S+) (-?[0-9.]+) (\S+)$", out, re.M)}
+
+
+def test_line_size(bins):
+    """lmbench's line: one comment line (and harness note) per stride, then
+    the line found, which is one of the strides, with its time per load."""
+    proc = run(bins, "line", "-N", "3")
+    strides = [int(s) for s in re.findall(r"^# line stride (\d+): [0-9.]+ ns, min [0-9.]+ ns$", proc.stdout, re.M)]
+    assert strides[:3] == [8, 16, 32] and strides == sorted(strides), proc.stdout
+    assert len(re.findall(r"^# benchmp ", proc.stdout, re.M)) == len(strides)
+    got = results(proc.stdout)
+    assert list(got) == ["line", "line.min", "line.bytes"], proc.stdout
+    size = got["line.bytes"]
+    assert size[1] == "bytes" and size[0] in strides[1:-1] and size[0] * 2 == strides[-1]  # the one before the plateau
+    assert got["line"][1] == "ns" and 0 < got["line.min"][0] <= got["line"][0] < math.inf
+    assert run(bins, "line", "-P", "2", check=False).returncode == 2
+    assert run(bins, "line", "-M", "32", check=False).returncode == 2
+
+
+def test_tlb_pages(bins):
+    proc = run(bins, "tlb", "-N", "3", "-M", "16384")
+    got = results(proc.stdout)
+    assert list(got) == ["tlb", "tlb.min", "tlb.pages"], proc.stdout
+    pages = int(got["tlb.pages"][0])
+    timed = {int(n) for n in re.findall(r"^# tlb (\d+) pages, a page per load:", proc.stdout, re.M)}
+    # Found by doubling from 8 and halving: a page count timed, and twice it (for the cost) too.
+    assert pages >= 4 and pages in timed and 2 * pages in timed and max(timed) <= 2 * 4096, proc.stdout
+    for n in timed:  # every count timed both ways
+        assert f"# tlb {n} pages, a line per load:" in proc.stdout
+    assert math.isfinite(got["tlb"][0]) and got["tlb"][1] == "ns"
+    assert run(bins, "tlb", "-L", "48", check=False).returncode == 2
+
+
+def test_memory_load_parallelism(bins):
+    out = run(bins, "par_mem", "-N", "3", "-L", "64", "256").stdout
+    walkers = [int(k) for k in re.findall(r"^# par_mem 256k, (\d+) walkers?:", out, re.M)]
+    assert walkers == list(range(1, len(walkers) + 1)) and 2 <= len(walkers) <= 16, out
+    got = results(out)
+    assert list(got) == ["par_mem.256k", "par_mem.256k.min", "par_mem.256k.parallelism"], out
+    assert 0 < got["par_mem.256k.min"][0] <= got["par_mem.256k"][0] and got["par_mem.256k.parallelism"] >= (1.0, "x")
+    assert run(bins, "par_mem", "1", check=False).returncode == 2  # fewer than 32 lines
+    assert run(bins, "par_mem", "-P", "2", "256", check=False).returncode == 2
+
+
+def test_instruction_parallelism(bins):
+    out = run(bins, "par_ops", "-N", "3", "int_add", "double_div").stdout
+    for op in ("int_add", "double_div"):
+        chains = [int(k) for k in re.findall(rf"^# par_ops {op} (\d+) chains?:", out, re.M)]
+        assert chains == list(range(1, 17)), out
+    got = results(out)
+    names = [f"par_ops.{op}{s}" for op in ("int_add", "double_div") for s in ("", ".min", ".parallelism")]
+    assert list(got) == names, out
+    assert all(got[n][0] >= 1.0 and got[n][1] == "x" for n in names if n.endswith(".parallelism"))
+    assert all(0 < got[n][0] < math.inf and got[n][1] == "ns" for n in names if not n.endswith(".parallelism"))
+    assert run(bins, "par_ops", "float_mod", check=False).returncode == 2
+    assert run(bins, "par_ops", "-P", "2", "int_add", check=False).returncode == 2
+
+
+def test_dram_page_change(bins):
+    out = run(bins, "lat_dram_page", "-N", "3", "-M", "4096").stdout
+    assert len(re.findall(r"^# lat_dram_page a (page at a time|line at a time across pages): ", out, re.M)) == 2, out
+    got = results(out)
+    names = ["lat_dram_page", "lat_dram_page.min", "lat_dram_page.hit", "lat_dram_page.miss"]
+    assert list(got) == names and all(unit == "ns" for _, unit in got.values()), out
+    hit, miss, figure = got["lat_dram_page.hit"][0], got["lat_dram_page.miss"][0], got["lat_dram_page"][0]
+    assert hit > 0 and miss > 0  # lmbench's figure: the difference when clear, else 0
+    assert figure == (pytest.approx(miss - hit, abs=1e-4 * miss) if hit < 0.95 * miss else 0.0)
+    assert got["lat_dram_page.min"][0] >= 0
+    assert run(bins, "lat_dram_page", "1", check=False).returncode == 2  # a group of one page
+    assert run(bins, "lat_dram_page", "-P", "2", check=False).returncode == 2
+
+
+def test_catalog_memory_hierarchy(tmp_path):
+    from perfsnake.benchmarks.base import RunContext
+    from perfsnake.benchmarks.lmbench import OPS, LmbenchBenchmark
+
+    bench = LmbenchBenchmark({}, "test")
+
+    def argv(**params):
+        ctx = RunContext(params={**bench.run_defaults, **params}, build_dir=tmp_path, run_dir=tmp_path, duration_s=1)
+        return bench.run_command(ctx)[1:]
+
+    assert argv(micro="line")[-2:] == ["-M", "65536"] and argv(micro="line", max_kb=8192)[-1] == "8192"
+    assert argv(micro="tlb", stride=128)[-4:] == ["-L", "128", "-M", "65536"]
+    assert argv(micro="par_mem")[-3:] == ["-L", "64", "65536"] and argv(micro="par_mem", size_kb=16)[-1] == "16"
+    assert argv(micro="par_ops", op="int64_mod")[-1] == "int64_mod" and len(OPS["par_ops"]) == 16
+    got = bench.parse("line 80.5000 ns\nline.min 79.0000 ns\nline.bytes 64 bytes\n", "", {"micro": "line"})
+    assert got["latency_ns"] == 80.5 and got["line_bytes"] == 64
+    got = bench.parse("tlb 4.12620 ns\ntlb.min 4.01432 ns\ntlb.pages 70 pages\n", "", {"micro": "tlb"})
+    assert got["latency_ns"] == 4.1262 and got["tlb_pages"] == 70
+    out = "par_mem.256k 7.83990 ns\npar_mem.256k.min 7.34030 ns\npar_mem.256k.parallelism 9.97970 x\n"
+    got = bench.parse(out, "", {"micro": "par_mem", "size_kb": 256})
+    assert got["parallelism"] == 9.9797 and got["effective_size_kb"] == 256
+    assert argv(micro="lat_dram_page")[-2:] == ["-M", "65536"]
+    out = "lat_dram_page 4.96832 ns\nlat_dram_page.min 3.88212 ns\nlat_dram_page.hit 18.5467 ns\nlat_dram_page.miss 23.5150 ns\n"
+    got = bench.parse(out, "", {"micro": "lat_dram_page"})
+    assert got["latency_ns"] == 4.96832 and got["dram_hit_ns"] == 18.5467 and got["dram_miss_ns"] == 23.515
+    for variables, problem in (({"micro": ["tlb"], "parallel": [2]}, "not a scalable"),
+                               ({"micro": ["line"], "max_kb": [0]}, "not a positive integer"),
+                               ({"micro": ["par_mem"], "size_kb": [2]}, "size_kb >= 4")):  # fmt: skip
+        with pytest.raises(Exception, match=problem):
+            lmbench_campaign(tmp_path, variables)
+
+
 def _added_records() -> list[dict[str, object]]:
     """The ready campaigns' records of ADDED, shrunk: one per program,
     operation and size (the first: parallel 1, unpinned where a campaign
@@ -897,6 +1009,16 @@ def test_issue36_records_through_a_campaign(tmp_path):
     metrics = set(LmbenchBenchmark.metrics)
     for row in frame.itertuples():
         figures = {m: getattr(row, m) for m in metrics if m in frame.columns and getattr(row, m) == getattr(row, m)}
-        assert finite_positive(figures), row  # what the program printed, all positive
+        assert all(math.isfinite(v) for v in figures.values()), row  # what the program printed
         primary = "bandwidth_mb_s" if row.micro.startswith("bw_") else "latency_ns"
-        assert primary in figures and row.calibration == "fixed", row
+        # tlb's and lat_dram_page's figures are differences (lat_dram_page's 0 when
+        # not clear): the others are positive
+        positive = {
+            k: v
+            for k, v in figures.items()
+            if row.micro not in ("tlb", "lat_dram_page") or k.endswith(("pages", "hit_ns", "miss_ns"))
+        }
+        assert primary in figures and finite_positive(positive) and row.calibration == "fixed", row
+    summary = {"line": "line_bytes", "tlb": "tlb_pages", "par_mem": "parallelism", "par_ops": "parallelism"}
+    for micro, metric in summary.items():
+        assert (frame.loc[frame["micro"] == micro, metric] >= 1).all(), frame[["micro", metric]]

@@ -309,7 +309,15 @@ def _lmbench_own(row: pd.Series) -> set[str]:
     own = {"bandwidth_mb_s", "bandwidth_max_mb_s"} if micro in LMBENCH_BANDWIDTH else {"latency_ns", "latency_min_ns"}
     if micro == "lat_pagefault" and op != "fault_lmbench":
         own.add("per_fault_ns")
-    own |= {"lat_timer": {"actual_ns"}, "mhz": {"mhz"}}.get(micro, set())
+    own |= {
+        "lat_timer": {"actual_ns"},
+        "mhz": {"mhz"},
+        "line": {"line_bytes"},
+        "tlb": {"tlb_pages"},
+        "par_mem": {"parallelism"},
+        "par_ops": {"parallelism"},
+        "lat_dram_page": {"dram_hit_ns", "dram_miss_ns"},
+    }.get(micro, set())
     return own
 
 

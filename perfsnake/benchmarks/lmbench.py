@@ -2,14 +2,15 @@
 
 Variables: `micro` (one of PROGRAMS), `op` (the micro-benchmark's
 operation), `size_kb` (lat_mem_rd, bw_mem, lat_ctx, lat_mmap, lat_pagefault,
-bw_file_rd, bw_mmap_rd; stream's per-array size; lat_fs's files, 0 allowed),
-`stride` (lat_mem_rd), `nprocs` (lat_ctx's ring), `msg_bytes` (lat_tcp,
-lat_udp, lat_unix message; bw_pipe, bw_unix, bw_tcp chunk; bw_udp datagram),
-`interval_us` (lat_timer's requested
-sleep or timer period), `nfds` (lat_select), `file` (lat_syscall's FILE), `parallel`
-(children of the harness: scalable load), `repetitions` (intervals whose
-median is reported), `warmup_us` (-W), `placement` (-A: the two ends of an
-IPC benchmark on the same CPU, different CPUs, or unpinned).
+bw_file_rd, bw_mmap_rd, par_mem; stream's per-array size; lat_fs's files, 0
+allowed), `stride` (lat_mem_rd; tlb's and par_mem's line, -L), `max_kb`
+(line's, tlb's and lat_dram_page's chains, -M), `nprocs` (lat_ctx's ring), `msg_bytes`
+(lat_tcp, lat_udp, lat_unix message; bw_pipe, bw_unix, bw_tcp chunk; bw_udp
+datagram), `interval_us` (lat_timer's requested sleep or timer period),
+`nfds` (lat_select), `file` (lat_syscall's FILE), `parallel` (children of
+the harness: scalable load), `repetitions` (intervals whose median is
+reported), `warmup_us` (-W), `placement` (-A: the two ends of an IPC
+benchmark on the same CPU, different CPUs, or unpinned).
 Every run shares one calibration cache file in the build directory, so only
 the first run on a machine spends seconds choosing the timing interval.
 """
@@ -63,15 +64,22 @@ OPS = {
     "lat_unix_connect": ("connect",),
     "bw_udp": ("read",),
     "lat_rand": ("drand48", "lrand48", "rand", "random"),
+    "line": ("line_size",),
+    "tlb": ("pages",),
+    "par_mem": ("parallelism",),
+    "par_ops": tuple(f"{t}_{o}" for t in _INT_TYPES for o in ("bit", "add", "mul", "div", "mod"))
+    + tuple(f"{t}_{o}" for t in ("float", "double") for o in ("add", "mul", "div")),
+    "lat_dram_page": ("page_change",),
 }
 PROGRAMS = tuple(OPS)
 #: size_kb when a campaign does not set it (stream's arrays must outgrow the
 #: caches; lat_ctx's working set is lmbench's 0: a bare switch)
-SIZE_KB_DEFAULT = {"stream": 32768, "lat_ctx": 0, "lat_fs": 0}
+SIZE_KB_DEFAULT = {"stream": 32768, "lat_ctx": 0, "lat_fs": 0, "par_mem": 65536}
 #: programs with a size operand: their runs record the size used (effective_size_kb)
-SIZED = ("lat_mem_rd", "bw_mem", "lat_ctx", "lat_mmap", "lat_pagefault", "stream", "bw_file_rd", "bw_mmap_rd", "lat_fs")
+SIZED = ("lat_mem_rd", "bw_mem", "lat_ctx", "lat_mmap", "lat_pagefault", "stream", "bw_file_rd", "bw_mmap_rd", "lat_fs",
+         "par_mem")  # fmt: skip
 #: not scalable in lmbench3 (lat_connect: TIME_WAIT exhaustion; lat_ops, mhz: CPU constants)
-UNSCALABLE = ("lat_connect", "lat_ops", "mhz")
+UNSCALABLE = ("lat_connect", "lat_ops", "mhz", "line", "tlb", "par_mem", "par_ops", "lat_dram_page")
 #: programs with two communicating ends, which `placement` pins (-A)
 IPC = (
     "lat_pipe",
@@ -91,7 +99,7 @@ IPC = (
 )
 PLACEMENTS = ("unpinned", "same", "different")
 #: smallest size_kb and largest msg_bytes each program accepts
-MIN_SIZE_KB = {"bw_mem": 4, "lat_pagefault": 64, "lat_ctx": 0, "lat_fs": 0}
+MIN_SIZE_KB = {"bw_mem": 4, "lat_pagefault": 64, "lat_ctx": 0, "lat_fs": 0, "par_mem": 4}
 #: size_kb up to (lat_fs's files)
 MAX_SIZE_KB = {"lat_fs": 65536}
 #: programs whose size_kb may be 0 (lat_ctx: a bare switch; lat_fs: empty files)
@@ -108,8 +116,9 @@ MAX_MSG_BYTES = {
 #: secondary result lines "<primary>.<suffix>" -> metric
 _SECONDARY = {"min": "latency_min_ns", "actual": "actual_ns", "per_fault": "per_fault_ns", "mhz": "mhz",
               "delete": "delete_ns", "delete.min": "delete_min_ns", "creates_per_s": "creates_per_s",
-              "deletes_per_s": "deletes_per_s"}  # fmt: skip
-_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz|/s)$", re.M)
+              "deletes_per_s": "deletes_per_s", "bytes": "line_bytes", "pages": "tlb_pages",
+              "parallelism": "parallelism", "hit": "dram_hit_ns", "miss": "dram_miss_ns"}  # fmt: skip
+_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz|/s|bytes|pages|x)$", re.M)
 #: the harness's note after each result group: how its intervals went
 _NOTE = re.compile(r"^# benchmp (.*)$", re.M)
 #: note field -> metric (the run's metadata in result.json and the CSV)
@@ -120,7 +129,8 @@ CALIBRATION_FILE = "calibration.tsv"
 HARNESS_SOURCES = ("harness.c", "calibrate.c")
 #: programs that share their body with another (one body, two programs)
 SHARED_SOURCES = {"bw_pipe": "bw_channel.c", "bw_unix": "bw_channel.c", "bw_file_rd": "bw_file.c",
-                  "bw_mmap_rd": "bw_file.c"}  # fmt: skip
+                  "bw_mmap_rd": "bw_file.c", "line": "memchain.c", "tlb": "memchain.c", "par_mem": "memchain.c",
+                  "lat_dram_page": "memchain.c"}  # fmt: skip
 
 
 def program_sources(prog: str) -> list[Path]:
@@ -138,7 +148,7 @@ class LmbenchBenchmark(Benchmark):
     name = "lmbench"
     build_defaults = {"lmbench_cflags": "-O2"}
     run_defaults = {"micro": "lat_syscall", "stride": 64, "nprocs": 2, "interval_us": 1000, "nfds": 200, "parallel": 1, "repetitions": 11,
-                    "warmup_us": 0, "placement": "unpinned"}  # fmt: skip
+                    "warmup_us": 0, "placement": "unpinned", "max_kb": 65536}  # fmt: skip
     metrics = (
         "latency_ns",
         "latency_min_ns",
@@ -151,7 +161,14 @@ class LmbenchBenchmark(Benchmark):
         "delete_min_ns",
         "creates_per_s",
         "deletes_per_s",
+        "line_bytes",
+        "tlb_pages",
+        "parallelism",
+        "dram_hit_ns",
+        "dram_miss_ns",
     )
+    #: line_bytes reads as bytes from its name; these two do not
+    declared_units = {"tlb_pages": "pages", "parallelism": "x"}
 
     def source_files(self) -> list[Path]:
         return sorted(SRC.glob("*.[ch]"))
@@ -171,7 +188,7 @@ class LmbenchBenchmark(Benchmark):
                 raise self.fail(
                     "variables.op", f"{value_text(op)!r} is not an operation of {micro} (choose from {', '.join(ops)})"
                 )
-            for var in ("stride", "nprocs", "parallel", "repetitions", "interval_us", "msg_bytes", "nfds"):
+            for var in ("stride", "nprocs", "parallel", "repetitions", "interval_us", "msg_bytes", "nfds", "max_kb"):
                 if var in p and not _positive(p[var]):
                     raise self.fail(f"variables.{var}", f"{value_text(p[var])!r} is not a positive integer")
             self._check_options(micro, p)
@@ -285,6 +302,10 @@ class LmbenchBenchmark(Benchmark):
             "lat_fcntl": [],
             "lat_unix_connect": [],
             "bw_udp": msg,
+            "line": ["-M", value_text(p["max_kb"])],
+            "tlb": ["-L", value_text(p["stride"]), "-M", value_text(p["max_kb"])],
+            "par_mem": ["-L", value_text(p["stride"]), size],
+            "lat_dram_page": ["-M", value_text(p["max_kb"])],
         }
         return [*argv, *operands.get(micro, [op])]
 
