@@ -354,7 +354,7 @@ def test_bottleneck_monitor_flags_a_busy_component(tmp_path):
             f"kill {' '.join(f'$b{c}' for c in online_cpus())}; echo value=1")  # fmt: skip
     camp = write_campaign(tmp_path, campaign(burn, {"x": [1]}, nb_runs=1, timeout_s=300,  # (should the monitor die)
                           pre_run_hooks=[{"type": "monitor", "interval_ms": 50, "under_test": ["disk"]}]))  # fmt: skip
-    snakemake(tmp_path, camp, "--cores", "1", "all")
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all")
     rdir = tmp_path / "results/i/runs/x-1/run-1"
     result = json.loads((rdir / "result.json").read_text())
     assert result["status"] == "ok"
@@ -362,6 +362,19 @@ def test_bottleneck_monitor_flags_a_busy_component(tmp_path):
     assert m["monitor.samples"] >= busy
     # The monitor's own cost is measured: some CPU time, at most one CPU's worth (one thread).
     assert 0 < m["monitor.own_cpu_fraction"] <= 1
-    assert any(b.startswith("cpu") for b in result["bottlenecks"]), (result["bottlenecks"], m)
+    cpus = [b for b in result["bottlenecks"] if b.startswith("cpu")]
+    assert cpus, (result["bottlenecks"], m)
     assert m["monitor.cpu_util_max"] > 0.8
     assert (rdir / "monitor.csv").read_text().startswith("t,component,utilisation")
+    # The reader sees the flags where the stability warnings are: summary.csv's
+    # flags, significant.md, and the end-of-invocation summary.
+    flag = f"bottleneck: {cpus[0]} above 80% busy in 1 of 1 runs"
+    summary = read_csv(tmp_path / "results/i/summary.csv")
+    assert summary["flags"].str.contains(flag, regex=False).all(), summary["flags"].tolist()
+    assert flag in (tmp_path / "results/i/significant.md").read_text()
+    out = proc.stdout + proc.stderr
+    assert (
+        f"bottlenecks (the monitor, not under test): {', '.join(f'{b} in 1 of 1 runs' for b in result['bottlenecks'])}"
+        in out
+    ), out[-2000:]
+    assert "warnings: 1 record(s) flagged in summary.csv" in out, out[-2000:]

@@ -16,6 +16,7 @@ of the campaign's comparisons); `significant` is decided on the adjusted one.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import numpy as np
 from perfsnake import floor, gates, layout, why
 from perfsnake.contract import CampaignInfo
 from perfsnake.escape import record_path, value_text
+from perfsnake.machine.monitor import THRESHOLD
 from perfsnake.statistics.modes import two_modes
 from perfsnake.statistics.records import numeric_metrics, pairs, record_key, samples_by_record, write_csv
 from perfsnake.statistics.summaries import spread_flags, summarise, trend
@@ -51,6 +53,7 @@ def summary_rows(results: list[dict], info: CampaignInfo) -> list[dict[str, obje
             reached[key] = res["precision"]
         steady = res.get("steady") or {}
         dropped[key] = dropped.get(key, 0) + int(steady.get("removed", 0))
+    # Machine-state drift and the monitor's bottlenecks, per record.
     machine = {key: machine_drift_flags(r, results) for key, r in runs.items()}
     rows = []
     for metric in numeric_metrics(results):
@@ -84,10 +87,10 @@ def machine_drift_flags(record_runs: list[dict], campaign_runs: list[dict]) -> l
     machine state recorded around it under the key "machine". Returns the
     warnings to add to the record's `flags` (none until machine state is
     recorded)."""
+    flags = bottleneck_flags(record_runs)
     states = [(r["machine"], r) for r in record_runs if r.get("machine")]
     if not states:
-        return []
-    flags = []
+        return flags
     busy = [m["other_cpu_s"] / r["wall_s"] for m, r in states if m.get("other_cpu_s") is not None and r.get("wall_s")]
     if busy and float(np.median(busy)) > BUSY_CPUS:
         flags.append(f"busy machine: other processes used {float(np.median(busy)):.1f} CPUs during its runs (median)")
@@ -102,6 +105,17 @@ def machine_drift_flags(record_runs: list[dict], campaign_runs: list[dict]) -> l
             f"machine drift: load {float(np.median(loads)):.1f} at its runs' start vs {float(np.median(reference)):.1f} at the campaign's first runs"
         )
     return flags
+
+
+def bottleneck_flags(record_runs: list[dict]) -> list[str]:
+    """The bottleneck monitor's verdicts on one record's runs: each component
+    it found busy (and not under test) in any of them, with how many."""
+    watched = [r for r in record_runs if "bottlenecks" in r]
+    counts = Counter(str(b) for r in watched for b in r["bottlenecks"] or [])
+    return [
+        f"bottleneck: {name} above {THRESHOLD:.0%} busy in {n} of {len(watched)} runs (the monitor; not under test)"
+        for name, n in sorted(counts.items())
+    ]
 
 
 def comparison_rows(results: list[dict], info: CampaignInfo) -> list[dict[str, object]]:

@@ -26,6 +26,8 @@ class Outcome:
     counts: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     top: list[str] = field(default_factory=list)
+    bottlenecks: str = ""  # "disk:vda in 3 of 12 runs, ..." (the monitor's)
+    unstable: int = 0  # records with stability warnings in summary.csv
 
     @property
     def bad(self) -> int:
@@ -52,6 +54,28 @@ def _counts(campaign: str) -> dict[str, int]:
             state = "unparsed"
         counts[state] = counts.get(state, 0) + 1
     return counts
+
+
+def _bottlenecks(campaign: str) -> str:
+    """Each component the bottleneck monitor flagged, in how many of the runs it watched."""
+    path = Path(layout.results_json(campaign))
+    if not path.exists():
+        return ""
+    watched = [r for r in json.loads(path.read_text()) if "bottlenecks" in r]
+    counts: dict[str, int] = {}
+    for result in watched:
+        for name in result["bottlenecks"] or []:
+            counts[name] = counts.get(name, 0) + 1
+    return ", ".join(f"{name} in {n} of {len(watched)} runs" for name, n in sorted(counts.items()))
+
+
+def _unstable_records(campaign: str, variables: list[str]) -> int:
+    """Records that carry a stability or machine warning in summary.csv."""
+    path = Path(layout.summary(campaign))
+    if not path.exists():
+        return 0
+    with path.open(newline="") as f:
+        return len({tuple(r.get(v) for v in variables) for r in csv.DictReader(f) if r.get("flags")})
 
 
 def _top_differences(campaign: str, metrics: list[str], n: int = 3) -> list[str]:
@@ -96,7 +120,10 @@ def outcomes(index: CampaignIndex) -> list[Outcome]:
                  if Path(p).exists()]  # fmt: skip
         files += [p for plot in c.plots for p in [layout.plot(name, plot["name"], "png")] if Path(p).exists()]
         plotted = [str(m) for plot in c.plots for m in [*_as_list(plot["y"]), *plot.get("metrics", [])]]
-        out.append(Outcome(name, _counts(name), files, _top_differences(name, plotted or list(c.benchmark.metrics))))
+        top = _top_differences(name, plotted or list(c.benchmark.metrics))
+        out.append(
+            Outcome(name, _counts(name), files, top, _bottlenecks(name), _unstable_records(name, list(c.variables)))
+        )
     return out
 
 
@@ -114,6 +141,10 @@ def report(index: CampaignIndex, config: dict, succeeded: bool) -> int:
             lines.append(f"    files: {' '.join(o.files)}; report: snakemake --report report.html")
         for diff in o.top:
             lines.append(f"    significant: {diff}")
+        if o.bottlenecks:
+            lines.append(f"    bottlenecks (the monitor, not under test): {o.bottlenecks}")
+        if o.unstable:
+            lines.append(f"    warnings: {o.unstable} record(s) flagged in summary.csv (significant.md says why)")
         gates = _gate_counts(o.campaign)
         if gates:
             lines.append(f"    gates: {gates} (`perfsnake check` lists the others and fails on a failed gate)")
