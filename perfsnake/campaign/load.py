@@ -5,6 +5,7 @@ cross-field check passed, as one Campaign; and a run's whole list of them."""
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 from perfsnake.benchmarks import BUILTINS, make_benchmark
@@ -28,6 +29,7 @@ from perfsnake.campaign.records import _build_variables, _expand_values, _import
 from perfsnake.campaign.stopping import _stopping
 from perfsnake.campaign.yamlfile import load_yaml
 from perfsnake.errors import CampaignError
+from perfsnake.escape import value_text
 from perfsnake.instruments import Instruments
 from perfsnake.platforms import PLATFORMS, make_platform
 from perfsnake.schema import fill_defaults, load_schema, schema_error
@@ -67,7 +69,10 @@ def load_campaign(path: str | Path, origin: str | None = None, check_machine: bo
     build_vars = _build_variables(benchmark, order)
     if check_machine:  # last: a problem of the file itself is reported first
         check_requires(data, isinstance(benchmark, ImportedBenchmark), origin)
+    recs, skipped = _skip_unavailable(instruments, recs, origin, check_machine)
     records = [_record(r, order, build_vars, platform.build_tag()) for r in recs]
+    kept = {r.path for r in records}
+    compare = [(a, b) for a, b in compare if a in kept and b in kept]
     campaign = Campaign(
         name=data["name"],
         file=path,
@@ -91,9 +96,42 @@ def load_campaign(path: str | Path, origin: str | None = None, check_machine: bo
         platform=platform,
         derived=derived,
         references=references,
+        skipped=skipped,
     )
     campaign.by_path = {r.path: r for r in records}
     return campaign
+
+
+def _skip_unavailable(
+    instruments: Instruments, recs: list[dict], origin: str, loud: bool
+) -> tuple[list[dict], dict[str, str]]:
+    """The records this machine can run, and why the others cannot (one
+    warning line for all of them, when `loud`). A campaign none of whose
+    records can run here is refused in one line: nothing is silently
+    replaced by something this machine can do."""
+    kept: list[dict] = []
+    skipped: dict[str, str] = {}  # record, as text -> why
+    keys: dict[str, None] = {}
+    for rec in recs:
+        found = instruments.unavailable(rec)
+        if found is None:
+            kept.append(rec)
+            continue
+        instrument, why = found
+        skipped[", ".join(f"{k}={value_text(v)}" for k, v in rec.items())] = why
+        keys[instrument.key] = None
+    if not skipped:
+        return recs, {}
+    reasons = "; ".join(dict.fromkeys(skipped.values()))
+    where = ", ".join(keys)
+    if not kept:
+        if not loud:
+            return recs, {}  # nothing runs: a command that reads results sees every record
+        raise CampaignError(origin, where, reasons)
+    if loud:
+        print(f"perfsnake: warning: {origin}: {where}: {len(skipped)} of {len(recs)} records skipped on this machine: {reasons}",
+              file=sys.stderr)  # fmt: skip
+    return kept, skipped
 
 
 def _raw(path: Path, origin: str) -> dict:

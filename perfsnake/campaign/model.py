@@ -64,6 +64,8 @@ class Campaign:
     derived: dict[str, ast.Expression] = field(default_factory=dict)
     #: reference gates, checked and normalised (perfsnake.gates)
     references: list[dict[str, object]] = field(default_factory=list)
+    #: records this machine cannot run (an instrument's `unavailable`), as "var=value, ..." -> why
+    skipped: dict[str, str] = field(default_factory=dict)
 
     @property
     def imported(self) -> bool:

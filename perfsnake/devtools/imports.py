@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.bisect": 2,
     "perfsnake.versions": 2,
     "perfsnake.benchmarks": 2,
+    "perfsnake.placement": 2,  # placement policies of prior work, their inputs from machine.capabilities, their daemon
     "perfsnake.instruments": 3,
     "perfsnake.platforms": 3,
     "perfsnake.gates": 3,

@@ -86,6 +86,15 @@ class Instruments:
                                       f"(variables: {', '.join(variables) or 'none'})", where)  # fmt: skip
             instrument.check(records, variables)
 
+    def unavailable(self, params: Mapping[str, object]) -> tuple[Instrument, str] | None:
+        """The first instrument that cannot run a record with these values
+        here, and why (None: every one can)."""
+        for instrument in self.all():
+            why = instrument.unavailable(params)
+            if why:
+                return instrument, why
+        return None
+
     def tools(self) -> list[str]:
         """Our own helper programs the runs need (built into resources/bin)."""
         return sorted({t for i in self.all() if (t := getattr(i, "tool", None))})

@@ -65,6 +65,12 @@ class Instrument:
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         """Reject, before any run, values this instrument cannot use."""
 
+    def unavailable(self, params: Mapping[str, object]) -> str | None:
+        """Why a record with these values cannot run on this machine, in a
+        line (None: it can). Such records are skipped, named in one warning;
+        a campaign left with none is refused (perfsnake.campaign.load)."""
+        return None
+
     def reads_variable(self) -> str | None:
         """The campaign variable this instrument cannot work without (its
         `variable` option), checked to exist: a mistyped name would otherwise

@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from perfsnake import layout, safefile
@@ -252,27 +252,43 @@ class Daemon(Hook):
 
 
 class Placement(Daemon):
-    """Our thread-placement daemon (perfsnake/csrc/psplace) with a policy per record.
+    """Thread placement with a policy per record.
 
     The policy comes from the `policy` option or the record's `placement`
-    variable (option `variable`): normal, close, far or round_robin. The
-    decision for every thread is logged in daemon-placement/stdout.txt.
+    variable (option `variable`). normal, close, far and round_robin are
+    our daemon psplace's (perfsnake/csrc/psplace); asymsched, sam and sas
+    (prior work's, perfsnake.placement) sample per-thread hardware counters
+    and are run by perfsnake.placement.daemon, where the machine has what
+    they need: elsewhere their records are skipped in one line, and a
+    campaign of nothing but them is refused. Every decision is logged in
+    daemon-placement/stdout.txt.
     """
 
     kind = "placement"
-    POLICIES = ("normal", "close", "far", "round_robin")
-    options = {"policy": None, "variable": "placement", "interval_ms": 5}
+    SIMPLE = ("normal", "close", "far", "round_robin")
+    COUNTED = ("asymsched", "sam", "sas")
+    POLICIES = SIMPLE + COUNTED
+    options = {"policy": None, "variable": "placement", "interval_ms": 5, "sample_ms": 1000, "bandwidth": None,
+               "events": None}  # fmt: skip
     tool = "psplace"
 
     def reads_variable(self) -> str | None:
         return None if self.spec["policy"] else str(self.spec["variable"])
+
+    def _policy(self, params: Mapping[str, object]) -> str:
+        return str(self.spec["policy"] or value_text(params[str(self.spec["variable"])]))
+
+    def unavailable(self, params: Mapping[str, object]) -> str | None:
+        from perfsnake.placement import host
+
+        return host.problem(self._policy(params))
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
         var = str(self.spec["variable"])
         if self.spec["policy"] is None and var not in variables:
             raise self.fail(f"set `policy:` or sweep a {var!r} variable ({', '.join(self.POLICIES)})")
         for record in records:
-            policy = self.spec["policy"] or value_text(record[var])
+            policy = self._policy(record)
             if policy not in self.POLICIES:
                 raise self.fail(
                     f"unknown placement policy {policy!r} (choose from {', '.join(self.POLICIES)})",
@@ -280,16 +296,55 @@ class Placement(Daemon):
                 )
         self.spec["name"] = "placement"
         self.spec["startup_s"] = 0.05
-        interval = self.spec["interval_ms"]
-        if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
-            raise self.fail("expected a positive integer", "interval_ms")
+        for key, least in (("interval_ms", 1), ("sample_ms", 10)):
+            value = self.spec[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise self.fail(f"expected an integer >= {least}", key)
+        self._check_bandwidth()
+        events = self.spec["events"]
+        roles = ("local_dram", "remote_dram", "remote_cache", "address")
+        if events is not None and (
+            not isinstance(events, dict)
+            or set(events) - set(roles)
+            or not all(isinstance(v, str) and re.fullmatch(r"[\w.:/=,-]+", v) for v in events.values())
+        ):
+            raise self.fail(f"expected a mapping of perf events by role ({', '.join(roles)})", "events")
+        # A policy this machine cannot run, fixed for every record: refused here, in one line.
+        if self.spec["policy"] and (why := self.unavailable({})):
+            raise self.fail(why, "policy")
+
+    def _check_bandwidth(self) -> None:
+        matrix = self.spec["bandwidth"]
+        if matrix is None:
+            return
+        rows = matrix if isinstance(matrix, list) else []
+        square = bool(rows) and all(isinstance(row, list) and len(row) == len(rows) for row in rows)
+        numbers = square and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for row in rows for v in row
+        )
+        if not numbers or any(rows[i][j] != rows[j][i] for i in range(len(rows)) for j in range(i)):
+            raise self.fail("expected a symmetric square list of rows of GB/s >= 0, one row per NUMA node", "bandwidth")
 
     def apply(self, ctx: Context, phase: str) -> dict[str, object]:
-        policy = self.spec["policy"] or value_text(ctx.params[str(self.spec["variable"])])
-        binary = layout.here(layout.tool(self.tool), ctx.workdir)
-        self.spec["command"] = (
-            f"exec {binary} --policy {policy} --dir {{run_dir}} --interval-ms {self.spec['interval_ms']}"
-        )
+        policy = self._policy(ctx.params)
+        if policy in self.COUNTED:
+            import shlex
+            import sys
+
+            from perfsnake import ROOT
+
+            argv = [sys.executable, "-m", "perfsnake.placement.daemon", "--policy", policy, "--dir", str(ctx.run_dir),
+                    "--interval-ms", str(self.spec["sample_ms"])]  # fmt: skip
+            if self.spec["bandwidth"] is not None:
+                argv += ["--bandwidth", json.dumps(self.spec["bandwidth"])]
+            if self.spec["events"]:
+                argv += ["--events", ",".join(f"{k}={v}" for k, v in self.spec["events"].items())]  # type: ignore[attr-defined]
+            self.spec["command"] = f"cd {shlex.quote(str(ROOT))} && exec {shlex.join(argv)}"
+        else:
+            binary = layout.here(layout.tool(self.tool), ctx.workdir)
+            self.spec["command"] = (
+                f"exec {binary} --policy {policy} --dir {{run_dir}} --interval-ms {self.spec['interval_ms']}"
+            )
         state = super().apply(ctx, phase)
         state["policy"] = policy
         return state

@@ -15,8 +15,12 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
+from perfsnake.machine.sysinfo import online_cpus, online_nodes, parse_cpu_list
+
 EVENT_SOURCES = Path("/sys/bus/event_source/devices")
 TRACEFS = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
+NODES = Path("/sys/devices/system/node")
+CPUS = Path("/sys/devices/system/cpu")
 BTF = Path("/sys/kernel/btf/vmlinux")
 PARANOID = Path("/proc/sys/kernel/perf_event_paranoid")
 PERF_TYPE_RAW = 4  # the CPU's own PMU registers with this type
@@ -36,6 +40,57 @@ def hardware_pmu() -> bool:
         except (OSError, ValueError):
             continue
     return False
+
+
+@cache
+def numa_nodes() -> dict[int, tuple[int, ...]]:
+    """The online NUMA nodes and their CPUs (a kernel without NUMA: one node of every CPU)."""
+    nodes: dict[int, tuple[int, ...]] = {}
+    for node in online_nodes():
+        try:
+            cpus = tuple(parse_cpu_list((NODES / f"node{node}" / "cpulist").read_text()))
+        except OSError:
+            continue
+        if cpus:  # a memory-only node runs no thread
+            nodes[node] = cpus
+    return nodes or {0: online_cpus()}
+
+
+@cache
+def node_distances() -> dict[int, tuple[int, ...]]:
+    """Each node's row of the firmware's distance table (SLIT: 10 local), over `numa_nodes()`."""
+    rows: dict[int, tuple[int, ...]] = {}
+    every = sorted(online_nodes())
+    for node in numa_nodes():
+        try:
+            row = [int(v) for v in (NODES / f"node{node}" / "distance").read_text().split()]
+        except (OSError, ValueError):
+            row = []
+        if len(row) == len(every):
+            rows[node] = tuple(row[every.index(other)] for other in numa_nodes())
+        else:  # no table: every other node one step away
+            rows[node] = tuple(10 if other == node else 20 for other in numa_nodes())
+    return rows
+
+
+@cache
+def cache_domains() -> tuple[tuple[int, ...], ...]:
+    """The sets of online CPUs that share a last-level cache (each CPU's
+    highest cache level, as sysfs lists it); a CPU without cache facts is a
+    domain of its own."""
+    domains: set[tuple[int, ...]] = set()
+    online = set(online_cpus())
+    for cpu in sorted(online):
+        levels: list[tuple[int, tuple[int, ...]]] = []
+        for index in (CPUS / f"cpu{cpu}" / "cache").glob("index*"):
+            try:
+                level = int((index / "level").read_text())
+                shared = tuple(c for c in parse_cpu_list((index / "shared_cpu_list").read_text()) if c in online)
+            except (OSError, ValueError):
+                continue
+            levels.append((level, shared))
+        domains.add(max(levels)[1] if levels else (cpu,))
+    return tuple(sorted(domains))
 
 
 def _present(path: Path) -> bool | None:
@@ -172,6 +227,8 @@ def describe() -> dict[str, object]:
         "tracefs": tracefs(),
         "sched_tracepoints": tracepoint_problem(("sched:sched_switch", "sched:sched_waking")) is None,
         "lock_tracepoints": tracepoint_problem(("lock:contention_begin", "lock:contention_end")) is None,
+        "numa_nodes": len(numa_nodes()),
+        "cache_domains": len(cache_domains()),
         "perf_event_paranoid": paranoid(),
         "root": os.geteuid() == 0,
     }
@@ -183,4 +240,8 @@ def summary() -> str:
     def word(value: object) -> str:
         return {True: "yes", False: "no"}.get(value, str(value)) if isinstance(value, bool) else str(value)
 
-    return " ".join(f"{k}={word(v)}" for k, v in describe().items() if k not in ("perf_event_paranoid", "root"))
+    return " ".join(
+        f"{k}={word(v)}"
+        for k, v in describe().items()
+        if k not in ("perf_event_paranoid", "root", "numa_nodes", "cache_domains")
+    )
