@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from helpers import ROOT, snakemake, write_campaign
 
 from perfsnake.campaign import load_campaign
 from perfsnake.errors import CampaignError
+from perfsnake.instruments.base import Context
 from perfsnake.instruments.hooks import Placement
 from perfsnake.machine import capabilities
 from perfsnake.machine.sysinfo import online_cpus
@@ -340,6 +342,35 @@ def test_the_daemon_refuses_in_one_line_where_the_machine_lacks_what_the_policy_
         proc = subprocess.run([sys.executable, "-m", "perfsnake.placement.daemon", "--policy", policy, "--dir", str(tmp_path)],
                               capture_output=True, text=True, cwd=ROOT, timeout=60)  # fmt: skip
         assert proc.returncode == 2 and proc.stderr == f"psplace: {problem}\n"
+
+
+def test_the_hook_starts_the_daemon_for_the_run(tmp_path, monkeypatch):
+    """The hook's command for a counted policy is the daemon's, launched like
+    any daemon; here the daemon itself refuses (the test process pretends to
+    have a PMU and NUMA so the record loads; the daemon reads the machine)."""
+    if not (ROOT / "resources/bin/psrun").exists():
+        pytest.skip("the launcher is built by the workflow's first run (make run)")
+    _numa_with_pmu(monkeypatch)
+    c = load_campaign(_campaign(tmp_path, variables={"placement": ["sam"]},
+                                pre_run_hooks=[{"type": "placement", "sample_ms": 200, "bandwidth": [[10, 5], [5, 10]]}]))  # fmt: skip
+    hook = c.instruments.pre[0]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    state = hook.apply(Context({"placement": "sam"}, run_dir, ROOT), "pre")
+    try:
+        out = run_dir / "daemon-placement"
+        command = (out / "command.sh").read_text()
+        assert "-m perfsnake.placement.daemon --policy sam --dir" in command and "--interval-ms 200" in command
+        assert "--bandwidth '[[10, 5], [5, 10]]'" in command and state["policy"] == "sam"
+        problem = host.problem("sam")
+        if problem:
+            deadline = time.monotonic() + 60
+            while "psplace:" not in ((out / "stderr.txt").read_text() if (out / "stderr.txt").exists() else ""):
+                assert time.monotonic() < deadline, "the daemon said nothing"
+                time.sleep(0.05)
+            assert (out / "stderr.txt").read_text() == f"psplace: {problem}\n"
+    finally:
+        hook.teardown(Context({"placement": "sam"}, run_dir, ROOT), state)
 
 
 # ---- what this machine lacks: one line ----------------------------------------------------------
