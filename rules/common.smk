@@ -36,6 +36,17 @@ except CampaignError as exc:
 # it instead of measuring it again (perfsnake.stages.run.keep_finished_runs).
 if workflow.is_main_process:
     run_stage.keep_finished_runs(Path.cwd())
+    # A resume whose kept runs were measured in another machine state (a
+    # reboot, another kernel, ...) says so; strict mode or requires: refuse
+    # to mix the two states before anything runs.
+    _refused = run_stage.check_resumed_state(
+        INDEX,
+        Path.cwd(),
+        summary_stage.strict_mode(config),
+        config.get("state_change") == run_stage.ACCEPT_STATE_CHANGE,
+    )
+    if _refused:
+        sys.exit(f"perfsnake: error: {_refused}")
 
 # Runs must never overlap: without the bench_lock resource Snakemake would
 # start several at once. Cluster profiles declare it too (one run per node).

@@ -54,6 +54,8 @@ SMT_CONTROL = f"{CPU_DIR}/smt/control"
 ASLR = "/proc/sys/kernel/randomize_va_space"
 PERF_SAMPLE_RATE = "/proc/sys/kernel/perf_event_max_sample_rate"
 THP = "/sys/kernel/mm/transparent_hugepage/enabled"
+THP_DEFRAG = "/sys/kernel/mm/transparent_hugepage/defrag"
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
 IRQ_DIR = "/proc/irq"
 
 
@@ -86,6 +88,16 @@ def turbo() -> str | None:
 def transparent_hugepages() -> str | None:
     """The selected mode of `always [madvise] never`."""
     return selected(_read(THP) or "")
+
+
+def transparent_hugepage_defrag() -> str | None:
+    """The selected mode of THP's defrag (`always defer defer+madvise [madvise] never`)."""
+    return selected(_read(THP_DEFRAG) or "")
+
+
+def boot_id() -> str:
+    """This boot's random id: another value means the machine rebooted ("" when unreadable)."""
+    return _read(BOOT_ID) or ""
 
 
 def selected(text: str) -> str | None:
@@ -205,6 +217,17 @@ def governor_files() -> dict[int, str]:
 
 def governor_by_cpu() -> dict[int, str]:
     return {c: g for c, f in governor_files().items() if (g := _read(f))}
+
+
+def frequency_limits() -> dict[int, str]:
+    """Online CPU -> its cpufreq limits "min-max" in kHz (scaling_min_freq,
+    scaling_max_freq); none on a machine without cpufreq."""
+    out = {}
+    for cpu in online_cpus():
+        low, high = (_read(f"{CPU_DIR}/cpu{cpu}/cpufreq/scaling_{end}_freq") for end in ("min", "max"))
+        if low is not None or high is not None:
+            out[cpu] = f"{low}-{high}"
+    return out
 
 
 def governors() -> str | None:

@@ -24,8 +24,8 @@ from perfsnake.machine.metadata import (
     transparent_hugepages,
     turbo,
 )
-from perfsnake.machine.sysinfo import online_cpus, parse_cpu_list
-from perfsnake.machine.tune import NO_CPUFREQ, NO_TURBO_SWITCH, cpu_ranges
+from perfsnake.machine.sysinfo import cpu_ranges, online_cpus, parse_cpu_list
+from perfsnake.machine.tune import NO_CPUFREQ, NO_TURBO_SWITCH
 
 
 def switch(value: object) -> str:

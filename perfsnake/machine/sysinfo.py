@@ -20,14 +20,34 @@ def parse_cpu_list(text: str) -> list[int]:
     return cpus
 
 
-@cache
-def online_cpus() -> tuple[int, ...]:
+def cpu_ranges(numbers: list[int] | set[int] | tuple[int, ...]) -> str:
+    """The kernel's list format ("0-3,8") of some CPU or IRQ numbers (parse_cpu_list's inverse)."""
+    out: list[str] = []
+    ordered = sorted(set(numbers))
+    start = prev = None
+    for n in [*ordered, None]:
+        if n is not None and prev is not None and n == prev + 1:
+            prev = n
+            continue
+        if start is not None:
+            out.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = n
+    return ",".join(out)
+
+
+def current_online_cpus() -> tuple[int, ...]:
+    """The CPUs online now (read each call: a CPU taken offline between two runs shows)."""
     try:
         return tuple(parse_cpu_list(Path("/sys/devices/system/cpu/online").read_text()))
     except OSError:
         import os
 
         return tuple(sorted(os.sched_getaffinity(0)))
+
+
+@cache
+def online_cpus() -> tuple[int, ...]:
+    return current_online_cpus()
 
 
 @cache

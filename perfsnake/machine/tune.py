@@ -30,6 +30,7 @@ from perfsnake.machine.metadata import (
     PERF_SAMPLE_RATE,
     SMT_CONTROL,
     THP,
+    boot_id,
     governor_by_cpu,
     governor_files,
     irqs,
@@ -44,7 +45,7 @@ from perfsnake.machine.metadata import (
     turbo,
     turbo_files,
 )
-from perfsnake.machine.sysinfo import online_cpus, parse_cpu_list
+from perfsnake.machine.sysinfo import cpu_ranges, online_cpus, parse_cpu_list
 from perfsnake.safefile import write_text
 
 #: Where root's tune keeps the values it replaced (--state to choose another).
@@ -68,21 +69,6 @@ DEFAULT_AFFINITY = f"{IRQ_DIR}/default_smp_affinity"
 NO_CPUFREQ = "no cpufreq on this machine (a VM, or no cpufreq driver)"
 NO_TURBO_SWITCH = "no turbo/boost switch on this machine (no intel_pstate/no_turbo, cpufreq/boost or cpb)"
 KERNEL_CMDLINE = "kernel command line only: a reboot, not settable at run time"
-
-
-def cpu_ranges(numbers: list[int] | set[int]) -> str:
-    """The kernel's list format ("0-3,8") of some CPU or IRQ numbers."""
-    out: list[str] = []
-    ordered = sorted(set(numbers))
-    start = prev = None
-    for n in [*ordered, None]:
-        if n is not None and prev is not None and n == prev + 1:
-            prev = n
-            continue
-        if start is not None:
-            out.append(str(start) if start == prev else f"{start}-{prev}")
-        start = prev = n
-    return ",".join(out)
 
 
 def _mask_cpus(mask: str) -> set[int]:
@@ -166,13 +152,6 @@ def _write(path: str, value: str) -> str | None:
         os.close(fd)
     now = _current(path)
     return None if _same(path, now, value) else f"wrote {value}, reads back {now}"
-
-
-def boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
 
 
 # ---- what to set -----------------------------------------------------------

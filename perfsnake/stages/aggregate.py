@@ -8,11 +8,13 @@ from pathlib import Path
 from perfsnake.contract import CampaignInfo
 from perfsnake.machine.metadata import host_metadata
 from perfsnake.machine.requirements import requirement_metadata
+from perfsnake.machine.state import drift_text
 from perfsnake.platforms import PLATFORM_FILE
 from perfsnake.results import write_csv
 
 BASE_COLUMNS = ("campaign", "benchmark")
 TAIL_COLUMNS = ("status", "exit_code", "wall_s", "start", "end")
+DRIFT_COLUMN = "machine.state_drift"
 
 
 def load_results(results_file: str | Path) -> list[dict]:
@@ -28,7 +30,9 @@ def rows_of(results: list[dict], variables: list[str], metrics: list[str]) -> tu
             if key not in metric_cols:
                 metric_cols.append(key)
     machine_cols = sorted({f"machine.{k}" for res in results for k in (res.get("machine") or {})})
-    columns = [*BASE_COLUMNS, *variables, "run", *metric_cols, *TAIL_COLUMNS, *machine_cols]
+    # What of the machine's state differs from the campaign's first run (perfsnake.machine.state), empty when nothing.
+    drift_cols = [DRIFT_COLUMN] if any("machine_state" in res for res in results) else []
+    columns = [*BASE_COLUMNS, *variables, "run", *metric_cols, *TAIL_COLUMNS, *machine_cols, *drift_cols]
     rows = []
     for res in sorted(results, key=lambda r: r["start_epoch"]):
         row = {"campaign": res["campaign"], "benchmark": res["benchmark"]}
@@ -37,6 +41,8 @@ def rows_of(results: list[dict], variables: list[str], metrics: list[str]) -> tu
         row.update({m: res["metrics"].get(m) for m in metric_cols})
         row.update({k: res[k] for k in TAIL_COLUMNS})
         row.update({c: (res.get("machine") or {}).get(c[len("machine.") :]) for c in machine_cols})
+        if drift_cols:
+            row[DRIFT_COLUMN] = drift_text(res.get("state_drift") or {})
         rows.append(row)
     return rows, columns
 

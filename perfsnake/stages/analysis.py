@@ -87,7 +87,7 @@ def machine_drift_flags(record_runs: list[dict], campaign_runs: list[dict]) -> l
     machine state recorded around it under the key "machine". Returns the
     warnings to add to the record's `flags` (none until machine state is
     recorded)."""
-    flags = bottleneck_flags(record_runs)
+    flags = [*bottleneck_flags(record_runs), *state_drift_flags(record_runs)]
     states = [(r["machine"], r) for r in record_runs if r.get("machine")]
     if not states:
         return flags
@@ -105,6 +105,25 @@ def machine_drift_flags(record_runs: list[dict], campaign_runs: list[dict]) -> l
             f"machine drift: load {float(np.median(loads)):.1f} at its runs' start vs {float(np.median(reference)):.1f} at the campaign's first runs"
         )
     return flags
+
+
+def state_drift_flags(record_runs: list[dict]) -> list[str]:
+    """Runs of the record measured in another machine state than the
+    campaign's first run (collect's `state_drift`): one flag naming each
+    change and in how many of its runs."""
+    checked = [r for r in record_runs if "state_drift" in r]
+    drifted = [r["state_drift"] for r in checked if r["state_drift"]]
+    if not drifted:
+        return []
+    changes: dict[str, list[str]] = {}
+    for found in drifted:
+        for key, values in found.items():
+            change = f"{values['first']} -> {values['this']}"
+            if change not in changes.setdefault(key, []):
+                changes[key].append(change)
+    # ", " and " / " within the flag: "; " separates the flags of summary.csv
+    what = ", ".join(f"{key} {' / '.join(seen)}" for key, seen in changes.items())
+    return [f"machine state drift in {len(drifted)} of {len(checked)} runs (vs the campaign's first run): {what}"]
 
 
 def bottleneck_flags(record_runs: list[dict]) -> list[str]:

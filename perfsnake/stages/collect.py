@@ -141,6 +141,8 @@ def collect_run(
         snap = json.loads(state_file.read_text())
         cpu = (status.get("utime_s") or 0.0) + (status.get("stime_s") or 0.0)
         result["machine"] = machine_state.summarise(snap.get("before", {}), snap.get("after", {}), cpu)
+        if isinstance(snap.get(machine_state.IDENTITY), dict):
+            result["machine_state"] = snap[machine_state.IDENTITY]  # state_drift: collect_campaign
     unparsed = [name for name, value in own_metrics.items() if value is None]
     if state == "ok" and unparsed:
         result["unparsed"] = unparsed
@@ -210,13 +212,18 @@ def collect_campaign(
     final = json.loads(Path(decision_file).read_text()) if decision_file else {}
     # A decide campaign has no precision target: its answer is decisions.csv.
     decision = final["records"] if final and final.get("mode") != "decide" else {}
+    labels = []
     for status in status_files:
         path, i = layout.split_status(name, status)
         result = collect_record_run(c, path, i, workdir)
         if path in decision:
             result["precision"] = {k: decision[path][k] for k in ("met", "rel_ci", "ok")}
-        write_result(layout.here(layout.run_dir(name, path, i), workdir), result)
         results.append(result)
+        labels.append((path, i))
+    # Each run's machine state against the campaign's first run's (all runs are needed first).
+    machine_state.annotate_drift(results)
+    for (path, i), result in zip(labels, results, strict=True):
+        write_result(layout.here(layout.run_dir(name, path, i), workdir), result)
         lines.append(f"{path}/run-{i}: {result['status']} {json.dumps(result['metrics'], default=str)}\n")
         loud = unparsed_line(name, f"{path}/run-{i}", result)
         if loud:

@@ -154,15 +154,19 @@ def execute(
     label: str = "",
     hooks: tuple[list, list, object] | None = None,
     server: servers.Server | None = None,
+    on_lock: Callable[[], None] | None = None,
 ) -> int:
     """Run one benchmark through the platform's launcher; returns its exit code.
 
     The host's benchmark lock is held from before the pre-run hooks (and the
     start of the campaign's server, if it needs one) to after the post-run
-    hooks, so no other invocation's run overlaps any of it.
+    hooks, so no other invocation's run overlaps any of it. `on_lock` is
+    called first once it is held.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     with host_lock():
+        if on_lock is not None:
+            on_lock()
         if server is not None:
             problem = server.ensure()
             if problem:
@@ -431,14 +435,24 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
     def launch(run_dir: Path, text: str, timeout_s: float | None) -> int:
         return c.platform.launch(workdir, run_dir, text, timeout_s, params)
 
-    before = machine_state.snapshot()
+    before: dict[str, object] = {"before": machine_state.snapshot()}
+
+    def record_state() -> None:
+        """The state's identity, once the host is ours and before the hooks
+        (whose settings are the campaign's, not drift); written at once, so a
+        run whose workflow is killed still has it for a resume's check."""
+        before[machine_state.IDENTITY] = machine_state.identity()
+        safefile.write_text(rdir / machine_state.STATE_FILE, json.dumps(before) + "\n")
+
+    # Over ssh the runs execute on another machine: this one's state says nothing of them.
+    on_lock = record_state if c.platform.kind != "ssh" else None
     execute(launch, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
-            hooks=(c.instruments.pre, c.instruments.post, ctx), server=server)  # fmt: skip
+            hooks=(c.instruments.pre, c.instruments.post, ctx), server=server, on_lock=on_lock)  # fmt: skip
     if server is not None:
         servers.after_run(server)
     # After the run, outside the timed interval (the launcher's).
     safefile.write_text(
-        rdir / machine_state.STATE_FILE, json.dumps({"before": before, "after": machine_state.snapshot()}) + "\n"
+        rdir / machine_state.STATE_FILE, json.dumps({**before, "after": machine_state.snapshot()}) + "\n"
     )
     line = failure_line(name, f"{record_path}/run-{run}", rdir)
     if line:
@@ -514,6 +528,61 @@ def keep_finished_runs(workdir: Path, wait_s: float = LAUNCHER_WAIT_S) -> list[s
         print(f"[perfsnake] resume: {len(kept)} run(s) that finished before the interruption kept: "
               + " ".join(sorted(kept)[:5]) + (" ..." if len(kept) > 5 else ""), file=sys.stderr, flush=True)  # fmt: skip
     return kept
+
+
+#: `--config state_change=accept`: a resume in another machine state runs even where it would be refused
+ACCEPT_STATE_CHANGE = "accept"
+
+
+def check_resumed_state(index: CampaignIndex, workdir: Path, strict: bool, accept: bool) -> str | None:
+    """Before anything runs: per campaign that resumes (it keeps runs and
+    lacks some of its first plan's, or an adaptive one lacks its results),
+    one line when runs it keeps were measured in another machine state than
+    this one now (another boot, kernel, huge pages, ...). In strict mode or
+    for a campaign with `requires:` that mixing is refused: the refusal's
+    line is returned (None when nothing is refused); `accept`
+    (--config state_change=accept) lets it run."""
+    now = machine_state.identity()
+    refusals = []
+    for name, c in index.campaigns.items():
+        if c.imported or c.platform.kind == "ssh":
+            continue
+        kept = [workdir / p for p in index.possible_run_targets(name) if (workdir / p).exists()]
+        if not kept:
+            continue
+        incomplete = not all((workdir / p).exists() for p in index.run_targets(name))
+        if not incomplete and not (_adaptive(c) and not (workdir / layout.results_json(name)).exists()):
+            continue  # nothing of it runs again
+        count, keys = machine_state.kept_differences(_kept_states(kept), now)
+        if not count:
+            continue
+        boot = keys.pop("boot_id", None)
+        how = f"under another boot (boot id {boot['first']}, now {boot['now']})" if boot else "in another machine state"
+        rest = machine_state.drift_text(keys, "now")
+        line = f"{name}: {count} run(s) kept were measured {how}" + (f"; {rest}" if rest else "")
+        why = "strict mode" if strict else "its requires:" if c.data.get("requires") else ""
+        if why and not accept:
+            refusals.append(f"{line}: {why} does not mix machine states in one campaign: re-run it from scratch "
+                            f"(remove {layout.RESULTS}/{name}/runs) or accept the change with --config state_change=accept")  # fmt: skip
+            continue
+        note = f" ({why}, state_change=accept: resuming anyway)" if why else " (resuming: its new runs are flagged)"
+        print(f"perfsnake: {line}{note}", file=sys.stderr, flush=True)
+    return "\nperfsnake: error: ".join(refusals) or None
+
+
+def _kept_states(status_files: list[Path]) -> list[dict]:
+    """The machine states the kept runs recorded, earliest run first (runs
+    from before states were recorded have none)."""
+    found = []
+    for status in status_files:
+        try:
+            state = json.loads((status.parent / machine_state.STATE_FILE).read_text())[machine_state.IDENTITY]
+            start = float(json.loads(status.read_text()).get("start_epoch") or 0.0)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if isinstance(state, dict):
+            found.append((start, state))
+    return [state for _start, state in sorted(found, key=lambda pair: pair[0])]
 
 
 def _recorded(status: Path) -> bool:

@@ -28,6 +28,7 @@ class Outcome:
     top: list[str] = field(default_factory=list)
     bottlenecks: str = ""  # "disk:vda in 3 of 12 runs, ..." (the monitor's)
     unstable: int = 0  # records with stability warnings in summary.csv
+    drift: str = ""  # "1 of 12 runs (thp)": measured in another machine state than the first run
 
     @property
     def bad(self) -> int:
@@ -67,6 +68,18 @@ def _bottlenecks(campaign: str) -> str:
         for name in result["bottlenecks"] or []:
             counts[name] = counts.get(name, 0) + 1
     return ", ".join(f"{name} in {n} of {len(watched)} runs" for name, n in sorted(counts.items()))
+
+
+def _state_drift(campaign: str) -> str:
+    """How many runs were measured in another machine state than the
+    campaign's first (collect's state_drift), and which keys changed."""
+    path = Path(layout.results_json(campaign))
+    if not path.exists():
+        return ""
+    checked = [r["state_drift"] for r in json.loads(path.read_text()) if "state_drift" in r]
+    drifted = [d for d in checked if d]
+    keys = ", ".join(dict.fromkeys(k for d in drifted for k in d))
+    return f"{len(drifted)} of {len(checked)} runs ({keys})" if drifted else ""
 
 
 def _unstable_records(campaign: str, variables: list[str]) -> int:
@@ -121,9 +134,8 @@ def outcomes(index: CampaignIndex) -> list[Outcome]:
         files += [p for plot in c.plots for p in [layout.plot(name, plot["name"], "png")] if Path(p).exists()]
         plotted = [str(m) for plot in c.plots for m in [*_as_list(plot["y"]), *plot.get("metrics", [])]]
         top = _top_differences(name, plotted or list(c.benchmark.metrics))
-        out.append(
-            Outcome(name, _counts(name), files, top, _bottlenecks(name), _unstable_records(name, list(c.variables)))
-        )
+        out.append(Outcome(name, _counts(name), files, top, _bottlenecks(name),
+                           _unstable_records(name, list(c.variables)), _state_drift(name)))  # fmt: skip
     return out
 
 
@@ -145,6 +157,9 @@ def report(index: CampaignIndex, config: dict, succeeded: bool) -> int:
             lines.append(f"    bottlenecks (the monitor, not under test): {o.bottlenecks}")
         if o.unstable:
             lines.append(f"    warnings: {o.unstable} record(s) flagged in summary.csv (significant.md says why)")
+        if o.drift:
+            lines.append(f"    machine state drift: {o.drift} measured in another state than the campaign's first run"
+                         " (machine.state_drift in the CSV)")  # fmt: skip
         gates = _gate_counts(o.campaign)
         if gates:
             lines.append(f"    gates: {gates} (`perfsnake check` lists the others and fails on a failed gate)")
