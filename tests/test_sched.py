@@ -469,3 +469,123 @@ def test_a_million_slices_are_drawn_as_a_few_thousand_bars():
         assert mine["end"].max() == frame[frame["tid"] == tid]["end"].max()
     small = frame.head(10)
     assert merge_slices(small)[0] is small and merge_slices(small)[1] == 0.0
+
+
+def _switch(cpu: int, t: float, prev: int, state: str, nxt: int) -> tuple:
+    fields = {
+        "prev_comm": "prog",
+        "prev_pid": str(prev),
+        "prev_state": state,
+        "next_comm": "prog",
+        "next_pid": str(nxt),
+    }
+    return ("prog", prev, cpu, t, "sched:sched_switch", fields)
+
+
+def _constructed_timeline() -> list[tuple]:
+    """Main (100) creates 101-103 at 10 ms and works beside them until 90 ms, then joins
+    until 110 ms; 101 runs 10-110 ms, 102 runs 10-50, sleeps on a lock until 101 wakes
+    it at 70 and runs to 110; 103 finishes early, at 60 ms. Four CPUs: nobody waits for one."""
+    ev: list[tuple] = [_switch(0, 0.0, 0, "R", 100)]
+    for child, cpu in ((101, 1), (102, 2), (103, 3)):
+        ev.append(("prog", 100, 0, 0.010, "sched:sched_process_fork", {"pid": "100", "child_pid": str(child)}))
+        ev.append(("prog", 100, 0, 0.010, "sched:sched_wakeup_new", {"pid": str(child), "target_cpu": str(cpu)}))
+    ev += [_switch(1, 0.010, 0, "R", 101), _switch(2, 0.010, 0, "R", 102), _switch(3, 0.010, 0, "R", 103)]
+    ev.append(_switch(2, 0.050, 102, "S", 0))
+    ev.append(_switch(3, 0.060, 103, "X", 0))
+    ev.append(("prog", 101, 1, 0.070, "sched:sched_waking", {"pid": "102", "target_cpu": "2"}))
+    ev.append(_switch(2, 0.070, 0, "R", 102))
+    ev.append(_switch(0, 0.090, 100, "S", 0))  # main: pthread_join
+    ev.append(_switch(2, 0.110, 102, "X", 0))
+    ev.append(("prog", 101, 1, 0.110, "sched:sched_waking", {"pid": "100", "target_cpu": "0"}))  # 101's exit
+    ev.append(_switch(1, 0.110, 101, "X", 0))
+    ev.append(_switch(0, 0.110, 0, "R", 100))
+    ev.append(_switch(0, 0.112, 100, "X", 0))
+    return ev
+
+
+def test_the_parallel_region_splits_each_threads_time_into_its_causes():
+    region = sched.analyse(_constructed_timeline(), 100)["region"]
+    assert region["participants"] == [100, 101, 102, 103]  # main worked beside them: it takes part
+    assert region["region_ms"] == pytest.approx(100)  # first creation (10 ms) to the last slice's end (110 ms)
+    assert region["running_ms"] == pytest.approx(100 + 80 + 50 + 80)  # 101, 102, 103, main from 10 to 90
+    assert region["blocked_ms"] == pytest.approx(20)  # 102 on the lock, not main's join
+    assert region["join_wait_ms"] == pytest.approx(20)  # main, 90 to 110 ms, until 101 exits
+    assert region["imbalance_ms"] == pytest.approx(50 + 20)  # 103's idle tail and main's join wait
+    assert region["wait_ms"] == pytest.approx(0)
+    parts = ("running_ms", "wait_ms", "blocked_ms", "imbalance_ms")
+    assert sum(region[p] for p in parts) == pytest.approx(4 * region["region_ms"])  # every thread's T_p, once
+
+
+def test_a_speedup_stack_adds_up_to_n_with_its_remainder():
+    from perfsnake.statistics.speedup import CAUSES, UNEXPLAINED, RunTimes, speedups, stack
+
+    region = sched.analyse(_constructed_timeline(), 100)["region"]
+    times = {k: float(region[k]) for k in ("region_ms", "running_ms", "wait_ms", "blocked_ms", "imbalance_ms")}
+    one = [RunTimes(metric=1000.0, region_ms=200.0, running_ms=200.0, wait_ms=0, blocked_ms=0, imbalance_ms=0,
+                    spin_share=0.0)]  # fmt: skip
+    four = [RunTimes(metric=2500.0, spin_share=0.1, **times), RunTimes(metric=2700.0, spin_share=0.1, **times)]
+    bar = stack(4, four, one, "higher")
+    assert bar.speedup == pytest.approx(2.6)  # the median of 2.5 and 2.7 (ops/s over one thread's)
+    assert bar.parts["spinning"] == pytest.approx(0.1 * 310 / 100)
+    assert bar.parts["blocked"] == pytest.approx(0.2) and bar.parts["runnable"] == pytest.approx(0)
+    assert bar.parts["imbalance"] == pytest.approx(0.7)  # 103's tail and main's join wait, over T_p
+    # Useful running 0.9 x 310 ms in 100 ms, beyond the one-thread run's useful share of the same work (2.6 x 1).
+    assert bar.parts["overhead"] == pytest.approx(0.9 * 3.1 - 2.6)
+    assert list(bar.parts) == [*CAUSES, UNEXPLAINED]
+    assert bar.parts[UNEXPLAINED] == pytest.approx(4 - 2.6 - (0.31 + 0.2 + 0.7 + 0.9 * 3.1 - 2.6))
+    assert bar.speedup + sum(bar.parts.values()) == pytest.approx(4, abs=1e-12)  # base + parts = N, exactly
+    assert speedups([50.0], [100.0], "lower") == [2.0]  # a time: the one-thread time over the N-thread one
+
+
+def test_a_speedup_stack_names_its_metric_and_direction(tmp_path):
+    from perfsnake.campaign import load_campaign
+    from perfsnake.errors import CampaignError
+
+    base = {"name": "s", "benchmark": {"type": "command", "command": "echo v={t}", "metrics": {"v": r"v=(\d+)"}},
+            "variables": {"t": [1, 2]}, "wrappers": ["sched_timeline"]}  # fmt: skip
+    bad = [
+        ({"speedup_of": {"metric": "v", "better": "faster"}}, "plots[0].speedup_of.better", "not one of higher, lower"),
+        ({"speedup_of": {"metric": "w", "better": "higher"}}, "plots[0].speedup_of.metric", "'w' is not a metric"),
+        ({}, "plots[0]", "'speedup_of' is a required property"),
+        ({"speedup_of": {"metric": "v", "better": "higher"}, "y": "v"}, "plots[0]", "drop y"),
+    ]
+    for extra, key, problem in bad:
+        path = write_campaign(tmp_path, {**base, "plots": [{"kind": "speedup_stack", "x": "t", **extra}]})
+        with pytest.raises(CampaignError) as info:
+            load_campaign(path)
+        assert info.value.key == key and problem in info.value.problem, str(info.value)
+    plot = {"kind": "speedup_stack", "x": "t", "speedup_of": {"metric": "v", "better": "higher"}}
+    with pytest.raises(CampaignError, match="needs the sched_timeline wrapper"):
+        load_campaign(write_campaign(tmp_path, {**base, "wrappers": [], "plots": [plot]}))
+    with pytest.raises(CampaignError, match="with 1 among its values"):
+        load_campaign(write_campaign(tmp_path, {**base, "variables": {"t": [2, 4]}, "plots": [plot]}))
+
+
+@pytest.mark.e2e
+def test_a_speedup_stack_is_drawn_from_the_runs_timelines(tmp_path):
+    if problem := capabilities.recording_problem(sched.EVENTS):
+        pytest.skip(problem)
+    prog = tmp_path / "scaling"
+    (tmp_path / "scaling.c").write_text(SCALING)
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(prog), str(tmp_path / "scaling.c")], check=True)
+    camp = write_campaign(tmp_path, {
+        "name": "ss",
+        "benchmark": {"type": "command", "command": f"{prog} {{threads}}", "metrics": {"c": r"c=(\d+)"}},
+        "variables": {"threads": [1, 2]},
+        "nb_runs": 1,
+        "wrappers": ["sched_timeline"],
+        "plots": [{"kind": "speedup_stack", "x": "threads", "speedup_of": {"metric": "wall_s", "better": "lower"},
+                   "name": "stack"}],
+    })  # fmt: skip
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    frame = read_csv(tmp_path / "results/ss/ss.csv")
+    assert (frame["status"] == "ok").all()
+    # The workers are the program's threads; main only created and joined them.
+    assert list(frame.sort_values("threads")["sched.par.threads"]) == [1, 2]
+    two = frame[frame["threads"] == 2].iloc[0]
+    parts = ("running_ms", "wait_ms", "blocked_ms", "imbalance_ms")
+    assert sum(two[f"sched.par.{p}"] for p in parts) <= 2 * two["sched.par.region_ms"] * 1.001
+    assert two["sched.par.join_wait_ms"] > 0  # main waited in pthread_join
+    svg = (tmp_path / "results/ss/plots/stack.svg").read_text()
+    assert "unexplained (remainder)" in svg and ("no PMU" in svg or "PMU counters" in svg)

@@ -93,6 +93,8 @@ def check_plots(
     named: list[dict] = []
     names: set[str] = set()
     for i, plot in enumerate(plots):
+        if plot["kind"] == "speedup_stack":
+            plot = _speedup_stack(plot, i, order, numeric, origin, recs or [])
         for axis in ("x", "color", "row", "column", "facet"):
             if axis in plot and plot[axis] not in columns | numeric:
                 raise CampaignError(
@@ -150,6 +152,41 @@ def check_plots(
         names.add(name)
         named.append({"log_x": False, "log_y": False, **plot, "name": name})
     return named
+
+
+#: A speedup stack's parts come from the sched_timeline wrapper's parallel region (perfsnake.instruments.sched).
+STACK_TIMES = ("sched.par.region_ms", "sched.par.running_ms", "sched.par.wait_ms", "sched.par.blocked_ms",
+               "sched.par.imbalance_ms")  # fmt: skip
+
+
+def _speedup_stack(plot: dict, i: int, order: list[str], numeric: set[str], origin: str, recs: list[dict]) -> dict:
+    """A speedup stack's entry with its y filled in: the speedup's metric and the timeline's times it reads."""
+    key = f"plots[{i}]"
+    if "y" in plot or "color" in plot:
+        raise CampaignError(
+            origin, key, "a speedup stack takes its metrics from speedup_of and the timeline: drop y and color"
+        )
+    metric = plot["speedup_of"]["metric"]
+    if metric not in numeric:
+        raise CampaignError(
+            origin, f"{key}.speedup_of.metric", f"{metric!r} is not a metric (metrics: {', '.join(sorted(numeric))})"
+        )
+    if not set(STACK_TIMES) <= numeric:
+        raise CampaignError(origin, key, "a speedup stack needs the sched_timeline wrapper (its threads' times)")
+    if plot["x"] not in order:
+        raise CampaignError(
+            origin, f"{key}.x", f"a speedup stack's x must be a variable (a thread count), not {plot['x']!r}"
+        )
+    xs = [r[plot["x"]] for r in recs]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in xs) or 1 not in xs:
+        raise CampaignError(
+            origin,
+            f"{key}.x",
+            f"a speedup stack's x must be a thread count with 1 among its values ({plot['x']!r} is not)",
+        )
+    spin = ["perf_record.spin_share"] if "perf_record.spin_share" in numeric else []
+    name = plot.get("name") or f"speedup_stack-{metric}-by-{plot['x']}"
+    return {**plot, "name": name, "y": [metric, *STACK_TIMES, *spin]}
 
 
 def _check_statistics(data: dict, benchmark: Benchmark, order: list[str], recs: list[dict], origin: str) -> None:

@@ -41,9 +41,15 @@ EVENTS = ("sched:sched_switch", "sched:sched_waking", "sched:sched_wakeup_new", 
 TOOLS = frozenset({"perf", "perf-exec", "psrun", "psplace", "strace", "ltrace", "valgrind", "bpftrace", "taskset",
                    "numactl", "nice", "env", "time"})  # fmt: skip
 LOST = "sched.lost_events"
+#: The parallel region (see parallel_region): its length, its threads and their time in it.
+PARALLEL = ("sched.par.threads", "sched.par.region_ms", "sched.par.running_ms", "sched.par.wait_ms",
+            "sched.par.blocked_ms", "sched.par.imbalance_ms", "sched.par.join_wait_ms")  # fmt: skip
+#: A thread takes part in the parallel region when it ran or waited for a CPU
+#: this share of it: a helper asleep throughout (LevelDB's compaction thread) does not.
+PARTICIPATES = 0.05
 METRICS = ("sched.threads", "sched.runtime_ms", "sched.wait_ms", "sched.delay_ms", "sched.blocked_ms",
            "sched.migrations", "sched.cpus_used", LOST, "sched.app.threads", "sched.app.runtime_ms",
-           "sched.app.wait_ms", "sched.app.delay_ms", "sched.app.blocked_ms")  # fmt: skip
+           "sched.app.wait_ms", "sched.app.delay_ms", "sched.app.blocked_ms", *PARALLEL)  # fmt: skip
 
 _LINE = re.compile(
     r"^\s*(?P<comm>.+?)\s+(?P<tid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<time>[0-9.]+):\s+(?P<event>sched:\w+):\s+(?P<args>.*)$"
@@ -173,8 +179,12 @@ def analyse(
     wakeups: list[dict[str, object]] = []
     stats: dict[int, dict[str, float]] = defaultdict(lambda: {"run": 0.0, "wait": 0.0, "delay": 0.0, "blocked": 0.0})
     execs: dict[int, float] = {}  # tid -> its last exec
+    parent: dict[int, int] = {}  # tid -> the thread that created it
+    created: dict[int, float] = {}
+    waits: list[tuple[int, float, float]] = []  # (tid, runnable from, to): the parallel region clips them
+    sleeps: list[tuple[int, float, float, int]] = []  # (tid, asleep from, to, the thread that woke it or -1)
     start = end = None
-    for _comm, _tid, cpu, time, event, f in events:
+    for _comm, waker, cpu, time, event, f in events:
         start = time if start is None else start
         end = time
         name = event.split(":")[1]
@@ -183,13 +193,16 @@ def analyse(
         elif name == "sched_process_fork" and int(f.get("pid", -1)) in ours:
             child = int(f["child_pid"])
             ours.add(child)
+            parent[child], created[child] = int(f["pid"]), time
             names[child] = f.get("child_comm", "")
             runnable_since[child] = (time, True)
         elif name in ("sched_waking", "sched_wakeup_new") and int(f.get("pid", -1)) in ours:
             tid = int(f["pid"])
             if tid not in running and tid not in runnable_since:
                 if tid in asleep_since:
-                    stats[tid]["blocked"] += time - asleep_since.pop(tid)
+                    since = asleep_since.pop(tid)
+                    stats[tid]["blocked"] += time - since
+                    sleeps.append((tid, since, time, waker))
                 runnable_since[tid] = (time, True)
                 wakeups.append({"tid": tid, "t": time, "cpu": int(f.get("target_cpu", cpu))})
         elif name == "sched_migrate_task" and int(f.get("pid", -1)) in ours:
@@ -205,6 +218,7 @@ def analyse(
                     since, woken = runnable_since.pop(prev, (cpu_last.get(cpu, start), False))
                     began = max(since, cpu_last.get(cpu, since))
                     stats[prev]["wait"] += began - since
+                    waits.append((prev, since, began))
                     if woken:
                         stats[prev]["delay"] += began - since
                     running[prev] = (began, cpu)
@@ -218,8 +232,16 @@ def analyse(
                     asleep_since[prev] = time
             if nxt in ours:
                 names.setdefault(nxt, f.get("next_comm", ""))
+                if nxt in asleep_since:
+                    # Its wake-up came while it was still switching out (the
+                    # waking event precedes the switch that put it to sleep):
+                    # the sleep ends here, not at some later wake-up.
+                    since = asleep_since.pop(nxt)
+                    stats[nxt]["blocked"] += time - since
+                    sleeps.append((nxt, since, time, -1))
                 since, woken = runnable_since.pop(nxt, (time, False))
                 stats[nxt]["wait"] += time - since
+                waits.append((nxt, since, time))
                 if woken:
                     stats[nxt]["delay"] += time - since
                 running[nxt] = (time, cpu)
@@ -227,6 +249,9 @@ def analyse(
     for tid, (began, where) in running.items():  # still running when the recording stopped
         slices.append({"tid": tid, "cpu": where, "start": began, "end": end})
         stats[tid]["run"] += (end or began) - began
+    last = end or 0.0
+    waits += [(t, since, last) for t, (since, _woken) in runnable_since.items()]
+    sleeps += [(t, since, last, -1) for t, since in asleep_since.items()]
     seen = sorted({int(s["tid"]) for s in slices})  # type: ignore[call-overload]
     origin = min((float(s["start"]) for s in slices), default=0.0)  # type: ignore[arg-type]
     for item in (*slices, *migrations, *wakeups):
@@ -234,6 +259,13 @@ def analyse(
             if key in item:
                 item[key] = round((float(item[key]) - origin) * 1000, 6)  # type: ignore[arg-type]  # ms from the first slice
     pinned = {t: (cpu, round((at - origin) * 1000, 6)) for t, (cpu, at) in pins.items() if t in seen}
+    span: dict[int, tuple[float, float]] = {}  # tid -> (its first slice's start, its last slice's end)
+    for item in slices:
+        t, a, b = int(item["tid"]), float(item["start"]), float(item["end"])  # type: ignore[call-overload, arg-type]
+        span[t] = (min(a, span[t][0]), max(b, span[t][1])) if t in span else (a, b)
+    waits_ms = [(t, (a - origin) * 1000, (b - origin) * 1000) for t, a, b in waits]
+    sleeps_ms = [(t, (a - origin) * 1000, (b - origin) * 1000, w) for t, a, b, w in sleeps]
+    created_ms = {t: (at - origin) * 1000 for t, at in created.items()}
     # Where a thread ran and how often it moved count from its last exec: before
     # it, the same task was the wrapper that started the program (taskset
     # pins itself, then execs it).
@@ -248,7 +280,9 @@ def analyse(
                                                 for m in migrations),
                     "cpus_after_pin": sorted({int(s["cpu"]) for s in slices if s["tid"] == t and float(s["start"]) >= pinned[t][1]})}  # type: ignore[call-overload, arg-type]
                    if t in pinned else {}),
-                **({"exec_ms": after_exec[t]} if t in execs else {})} for t in seen]  # fmt: skip
+                **({"exec_ms": after_exec[t]} if t in execs else {}),
+                **({"parent": parent[t], "created_ms": round(created_ms[t], 6)} if t in parent else {}),
+                "first_ms": span[t][0], "last_end_ms": span[t][1]} for t in seen]  # fmt: skip
     totals = {
         "sched.threads": len(threads),
         "sched.runtime_ms": sum(t["runtime_ms"] for t in threads),
@@ -268,7 +302,10 @@ def analyse(
     for part in ("runtime_ms", "wait_ms", "delay_ms", "blocked_ms"):
         totals[f"sched.app.{part}"] = sum(float(t[part]) for t in app)
     totals["sched.app.threads"] = len(app)
+    region = parallel_region({int(t["tid"]) for t in app}, parent, created_ms, slices, waits_ms, sleeps_ms)
+    totals.update({f"sched.par.{k}": v for k, v in region.items() if k != "participants"})
     return {
+        "region": region,
         "root": root,
         "app": busiest["name"] if busiest else None,
         "threads": threads,
@@ -276,6 +313,97 @@ def analyse(
         "migrations": migrations,
         "wakeups": wakeups,
         "totals": totals,
+    }
+
+
+def _overlap(intervals: Iterable[tuple[float, float]], lo: float, hi: float) -> float:
+    """How much of [lo, hi] the intervals cover (they do not overlap each other)."""
+    return sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in intervals)
+
+
+def parallel_region(
+    app: set[int],
+    parent: dict[int, int],
+    created: dict[int, float],
+    slices: list[dict[str, object]],
+    waits: list[tuple[int, float, float]],
+    sleeps: list[tuple[int, float, float, int]],
+) -> dict[str, object]:
+    """Where the threads of the parallel region spent it (times in ms), for a speedup stack.
+
+    The creator is the application thread that created the most of the
+    others; the workers, those of its children that ran or waited for a CPU
+    at least PARTICIPATES of the region, which runs from the first worker's
+    creation to the end of the last one's last slice (T_p). The creator takes
+    part when it ran that much of the region too (it worked beside them);
+    else it only waited (db_bench's main thread). Per participant, its T_p
+    is running + runnable (`wait_ms`) + blocked + imbalance: a worker's time
+    in the region before it was created and after its last slice, and the
+    creator's join wait, its sleeps that a worker ended once the first worker
+    was in its last slice (pthread_join, or db_bench's wait for 'all done'), which is
+    waiting for the others, not for a lock. What the recording missed (lost
+    events) is in none of them."""
+    runs: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for s in slices:
+        runs[int(s["tid"])].append((float(s["start"]), float(s["end"])))  # type: ignore[call-overload, arg-type]
+    waited: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for t, a, b in waits:
+        waited[t].append((a, b))
+    slept: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    woken_by: dict[tuple[int, float], int] = {}
+    for t, a, b, w in sleeps:
+        slept[t].append((a, b))
+        woken_by[(t, b)] = w
+    children: dict[int, list[int]] = defaultdict(list)
+    for child, p in parent.items():
+        if child in app and p in app and runs.get(child):
+            children[p].append(child)
+    first = {t: created.get(t, min(a for a, _ in runs[t])) for t in runs}
+    last = {t: max(b for _, b in runs[t]) for t in runs}
+    busy = [t for t in app if runs.get(t)]
+    if not children:  # one thread did everything: its lifetime is the region
+        if not busy:
+            return {}
+        only = max(busy, key=lambda t: sum(b - a for a, b in runs[t]))
+        creator, workers, lo, hi = only, [only], first[only], last[only]
+    else:
+        creator = max(children, key=lambda p: (len(children[p]), -first.get(p, 0.0)))
+        workers = children[creator]
+        for _ in range(2):  # the span of the workers, then of those that took part in it
+            lo, hi = min(first[t] for t in workers), max(last[t] for t in workers)
+            length = max(hi - lo, 1e-9)
+            active = [t for t in workers
+                      if (_overlap(runs[t], lo, hi) + _overlap(waited[t], lo, hi)) >= PARTICIPATES * length]  # fmt: skip
+            workers = active or workers
+        lo, hi = min(first[t] for t in workers), max(last[t] for t in workers)
+    length = hi - lo
+    parts = {"running_ms": 0.0, "wait_ms": 0.0, "blocked_ms": 0.0, "imbalance_ms": 0.0}
+    for t in workers:
+        start, stop = max(lo, first[t]), last[t]
+        parts["running_ms"] += _overlap(runs[t], start, stop)
+        parts["wait_ms"] += _overlap(waited[t], start, stop)
+        parts["blocked_ms"] += _overlap(slept[t], start, stop)
+        parts["imbalance_ms"] += (start - lo) + (hi - stop)
+    # A wait for the workers is ended by one of them (or an unseen waker) once
+    # the first worker is in its last slice: a worker's exit for pthread_join,
+    # the last one's signal for a condition variable (then perhaps the mutex).
+    done = min(max(a for a, _ in runs[t]) for t in workers)
+    joins = [(a, b) for a, b in slept[creator] if b >= done and woken_by.get((creator, b), -1) in {-1, *workers}]
+    joins = joins if creator not in workers else []
+    join_wait = _overlap(joins, lo, hi)
+    takes_part = creator not in workers and _overlap(runs[creator], lo, hi) >= PARTICIPATES * max(length, 1e-9)
+    participants = [*workers, *([creator] if takes_part else [])]
+    if takes_part:
+        parts["running_ms"] += _overlap(runs[creator], lo, hi)
+        parts["wait_ms"] += _overlap(waited[creator], lo, hi)
+        parts["blocked_ms"] += _overlap(slept[creator], lo, hi) - join_wait
+        parts["imbalance_ms"] += join_wait
+    return {
+        "participants": sorted(participants),
+        "threads": len(participants),
+        "region_ms": length,
+        **parts,
+        "join_wait_ms": join_wait,
     }
 
 

@@ -23,6 +23,7 @@ import pandas as pd
 
 from perfsnake.contract import CampaignInfo, Statistics
 from perfsnake.escape import value_text
+from perfsnake.statistics import speedup as speedup_stacks
 from perfsnake.statistics.modes import two_modes
 from perfsnake.statistics.summaries import summarise as summarise_samples
 
@@ -176,6 +177,7 @@ class Plot:
         self.width = int(spec.get("width") or WIDTH)  # type: ignore[call-overload]
         self.height = int(spec.get("height") or HEIGHT)  # type: ignore[call-overload]
         self.print_style = spec.get("style") == "print"
+        self.wide = frame[frame["status"] == "ok"] if "status" in frame else frame
         self.frame = self._long(frame, pretty)
         safe_pretty = {self.names.get(k, k): v for k, v in pretty.items()}
         safe_values = {self.names.get(k, k): v for k, v in (values or {}).items()}
@@ -220,7 +222,7 @@ class Plot:
     @property
     def many_metrics(self) -> bool:
         """Several metrics, one panel each (a breakdown stacks its metrics in one panel instead)."""
-        return len(self.metrics) > 1 and self.kind != "breakdown"
+        return len(self.metrics) > 1 and self.kind not in ("breakdown", "speedup_stack")
 
     def y_title(self) -> str | None:
         return None if self.many_metrics else self.label.axis(self.metrics[0])
@@ -426,6 +428,70 @@ class Plot:
         )  # fmt: skip
         return bars, table
 
+    def speedup_stack_chart(self) -> tuple[alt.LayerChart, pd.DataFrame]:
+        """Speedup stacks (perfsnake.statistics.speedup): per thread count N, a bar
+        of height N whose base is the measured speedup (with its interval) and
+        whose parts are the measured causes of the gap and the remainder."""
+        target = dict(self.spec["speedup_of"])  # type: ignore[call-overload]
+        metric, better = str(target["metric"]), str(target["better"])
+        x = str(self.spec["x"])
+        facets = [str(self.spec[r]) for r in ("row", "column", "facet") if self.spec.get(r)]
+        wide = self.wide.copy()
+        spin = SPIN in wide and pd.to_numeric(wide[SPIN], errors="coerce").notna().any()
+        needed = [metric, x, *PAR_PARTS]
+        for col in needed:
+            wide[col] = pd.to_numeric(wide[col], errors="coerce") if col in wide else np.nan
+        wide = wide.dropna(subset=needed)
+        wide = wide[wide["sched.par.region_ms"] > 0]
+        names = {"speedup": f"speedup ({self.label.name(metric)})", **STACK_NAMES}
+        if not spin:
+            names.pop("spinning")
+        rows: list[dict[str, object]] = []
+        self.unmatched = 0
+        for key, group in wide.groupby(facets, dropna=False, sort=False) if facets else [((), wide)]:
+            keys = dict(zip(facets, key if isinstance(key, tuple) else (key,), strict=True))
+            one = [_run_times(r, metric, spin) for _, r in group[group[x] == 1].iterrows()]
+            for n, runs in group.groupby(x, sort=True):
+                if not one:
+                    self.unmatched += 1
+                    continue
+                bar = speedup_stacks.stack(float(n), [_run_times(r, metric, spin) for _, r in runs.iterrows()],
+                                           one, better, self.confidence)  # fmt: skip
+                top = 0.0
+                for part, value in [("speedup", bar.speedup), *bar.parts.items()]:
+                    if part not in names:
+                        continue
+                    rows.append({**keys, x: n, "part": names[part], "from": top, "to": top + value, "value": value,
+                                 "lo": bar.low, "hi": bar.high, "ideal": n, "count": bar.runs})  # fmt: skip
+                    top += value
+        table = pd.DataFrame(rows, columns=[*facets, x, "part", "from", "to", "value", "lo", "hi", "ideal", "count"])
+        table = table.rename(columns={c: self.names.get(c, c) for c in [x, *facets]})
+        xf = self.field["x"]
+        # The x labels as the other kinds show them (1, not 1.0).
+        table[xf] = table[xf].map(lambda v: value_text(int(v)) if float(v).is_integer() else value_text(v))
+        order = list(names.values())
+        ordinal = alt.X(f"{xf}:O", title=self.label.name(x), sort=self.order.get(xf, []), axis=alt.Axis(labelAngle=0))
+        band = max(6.0, self.band_px() * 0.6)
+        bars = alt.Chart().mark_bar(size=band, stroke=INK, strokeWidth=0.3).encode(
+            x=ordinal,
+            y=alt.Y("from:Q", title="threads (bar: N; base: speedup)", scale=alt.Scale(zero=True, nice=True)),
+            y2="to:Q",
+            color=alt.Color("part:N", sort=order, title=None, scale=alt.Scale(domain=order, range=STACK_COLOURS[: len(order)])),
+            order=alt.Order("from:Q"),
+            tooltip=[alt.Tooltip(f"{xf}:O", title=self.label.name(x)), "part:N", alt.Tooltip("value:Q", format=".3f")],
+        )  # fmt: skip
+        base = f"datum.part == {_quoted(names['speedup'])}"  # the interval and N: once per bar
+        interval = alt.Chart().mark_rule(color=INK, strokeWidth=1.2).encode(x=ordinal, y="lo:Q", y2="hi:Q")
+        interval = interval.transform_filter(base)
+        ideal = alt.Chart().mark_tick(color=INK, thickness=2, size=band * 1.3).encode(x=ordinal, y="ideal:Q")
+        ideal = ideal.transform_filter(base)
+        # The remainder outlined on top: negative, it overlaps the causes' top by its size.
+        rest = alt.Chart().mark_bar(size=band, fillOpacity=0, stroke=INK, strokeWidth=0.8, strokeDash=[3, 2])
+        rest = rest.encode(x=ordinal, y="from:Q", y2="to:Q").transform_filter(
+            f"datum.part == {_quoted(names['unexplained'])}"
+        )
+        return alt.layer(bars, rest, interval, ideal, data=table), table  # type: ignore[return-value]
+
     def box_chart(self) -> tuple[alt.Chart, pd.DataFrame]:
         scale = self.y_scale(self.frame[VALUE], self.frame[VALUE])
         y = alt.Y(f"{VALUE}:Q", title=self.y_title(), scale=scale, axis=SI_AXIS)
@@ -459,13 +525,17 @@ class Plot:
             lines.append(
                 "each bar: the threads' time, split by mean share, scaled to the thread count (linear scaling)"
             )
+        elif self.kind == "speedup_stack":
+            lines += speedup_stack_notes(self.spec, self.confidence, self.statistic, getattr(self, "unmatched", 0))
         if self.bimodal:
             lines.append(f"drawn as strips: the runs of {self.bimodal} group(s) fall into two modes")
         if len(counts):
             lo, hi = int(counts.min()), int(counts.max())
             per = {"box": "per box", "strip": "per group"}.get(self.kind, "per point")
             lines.append(f"n = {lo} {per}" if lo == hi else f"n = {lo}-{hi} {per}")
-        return alt.TitleParams(text=text, subtitle="; ".join(lines), anchor="start")
+        # A speedup stack says what its parts are, one line each.
+        subtitle = lines if self.kind == "speedup_stack" else "; ".join(lines)
+        return alt.TitleParams(text=text, subtitle=subtitle, anchor="start")
 
     def header(self, field: str) -> alt.Header:
         name = self.label.name(self.title_of.get(field, field))
@@ -488,6 +558,8 @@ class Plot:
             inner, table = self.strip_chart()
         elif self.kind == "breakdown":
             inner, table = self.breakdown_chart()  # type: ignore[assignment]
+        elif self.kind == "speedup_stack":
+            inner, table = self.speedup_stack_chart()
         else:
             inner, table = self.box_chart()  # type: ignore[assignment]
         interval = self.kind in ("line", "bar") and self.has_interval(table)
@@ -522,6 +594,49 @@ class Plot:
             .configure_title(fontSize=12, subtitleFontSize=10)
             .configure_view(strokeWidth=0.5)
         )
+
+
+SPIN = "perf_record.spin_share"
+#: The timeline's columns a speedup stack reads (perfsnake.instruments.sched.PARALLEL).
+PAR_PARTS = ("sched.par.region_ms", "sched.par.running_ms", "sched.par.wait_ms", "sched.par.blocked_ms",
+             "sched.par.imbalance_ms")  # fmt: skip
+STACK_NAMES = {
+    "spinning": "spinning in lock code",
+    "blocked": "blocked in synchronisation",
+    "runnable": "runnable, waiting for a CPU",
+    "imbalance": "load imbalance",
+    "overhead": "parallelisation overhead",
+    "unexplained": "unexplained (remainder)",
+}
+STACK_COLOURS = ["#4c78a8", "#e45756", "#f58518", "#b279a2", "#72b7b2", "#eeca3b", "#ffffff"]
+
+
+def _run_times(row: pd.Series, metric: str, spin: bool) -> speedup_stacks.RunTimes:
+    share = float(row[SPIN]) if spin and pd.notna(row.get(SPIN)) else None
+    return speedup_stacks.RunTimes(
+        metric=float(row[metric]),
+        region_ms=float(row["sched.par.region_ms"]),
+        running_ms=float(row["sched.par.running_ms"]),
+        wait_ms=float(row["sched.par.wait_ms"]),
+        blocked_ms=float(row["sched.par.blocked_ms"]),
+        imbalance_ms=float(row["sched.par.imbalance_ms"]),
+        spin_share=share,
+    )
+
+
+def speedup_stack_notes(spec: Mapping[str, object], confidence: float, statistic: str, unmatched: int) -> list[str]:
+    """The subtitle of a speedup stack: what its base, parts and remainder are, and what is missing."""
+    target = spec["speedup_of"]
+    assert isinstance(target, Mapping)
+    lines = [
+        f"base: speedup in {target['metric']} ({target['better']} is better) over 1 thread, median, "
+        f"{confidence * 100:g} % CI; parts: mean over runs of sum_i O_i / T_p; tick: N",
+        "unexplained: the remainder of N - speedup, never forced to 0 (negative: the causes exceed the gap)",
+        speedup_stacks.interference_note(),
+    ]
+    if unmatched:
+        lines.append(f"{unmatched} bar(s) left out: no one-thread runs of the same variables")
+    return lines
 
 
 def chart(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from perfsnake.contract import CampaignInfo, Statistics
 
 # numpy only (already loaded when the workflow is parsed); no pandas.
+from perfsnake.statistics import speedup
 from perfsnake.statistics.intervals import interval_method
 
 if TYPE_CHECKING:
@@ -359,6 +360,10 @@ def plot_caption(campaign: Campaign, plot: Mapping[str, object]) -> str:
         "box": "the runs of each record as a box (quartiles, median, whiskers to min and max)",
         "breakdown": "per thread count, the threads' time split into these parts by their mean share and scaled "
         "to the thread count (bar height: linear scaling; the first part: the parallelism achieved)",
+        "speedup_stack": "per thread count N, a bar of height N: its base the measured speedup over one thread "
+        "(median, with its interval), its parts the causes of the gap measured in the N-thread runs' parallel "
+        "region (spinning in lock code, blocked in synchronisation, runnable waiting for a CPU, load imbalance, "
+        "parallelisation overhead) and the unexplained remainder, never forced to zero; " + speedup.interference_note(),
     }[kind]
     n = campaign.nb_runs
     runs = (
