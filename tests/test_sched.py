@@ -589,3 +589,9 @@ def test_a_speedup_stack_is_drawn_from_the_runs_timelines(tmp_path):
     assert two["sched.par.join_wait_ms"] > 0  # main waited in pthread_join
     svg = (tmp_path / "results/ss/plots/stack.svg").read_text()
     assert "unexplained (remainder)" in svg and ("no PMU" in svg or "PMU counters" in svg)
+    assert "stroke-dasharray" in svg  # the remainder outlined, whatever its sign
+    from perfsnake.campaign import load_campaign
+    from perfsnake.stages.tables import plot_caption
+
+    campaign = load_campaign(camp)
+    assert "by threads (x): per thread count N, a bar of height N" in plot_caption(campaign, campaign.plots[0])

@@ -353,6 +353,8 @@ def plot_caption(campaign: Campaign, plot: Mapping[str, object]) -> str:
     ys = [*ys, *(m for m in plot.get("metrics", []) or [] if m not in ys)]  # type: ignore[attr-defined]
     by = [f"{plot[k]} ({k})" for k in ("x", "color", "row", "column", "facet") if plot.get(k)]
     kind = str(plot["kind"])
+    if kind == "speedup_stack":  # its y is what it reads, not what it shows
+        ys = [f"speedup of {plot['speedup_of']['metric']}"]  # type: ignore[index]
     what = {
         "line": "one point per record: the " + interval_kind(stats),
         "bar": "one bar per record: the " + interval_kind(stats),
