@@ -95,6 +95,10 @@ class Instruments:
                 return instrument, why
         return None
 
+    def state_set(self) -> set[str]:
+        """The machine state's keys the campaign's hooks set on purpose (not drift)."""
+        return {key for hook in [*self.pre, *self.post] for key in hook.sets_state}
+
     def tools(self) -> list[str]:
         """Our own helper programs the runs need (built into resources/bin)."""
         return sorted({t for i in self.all() if (t := getattr(i, "tool", None))})

@@ -38,6 +38,9 @@ class Hook(Instrument):
     """
 
     phases: tuple[str, ...] = ("pre", "post")
+    #: keys of the machine's state (perfsnake.machine.state.DRIFT_KEYS) the
+    #: hook sets on purpose: a change of them between runs is not drift
+    sets_state: tuple[str, ...] = ()
 
     def apply(self, ctx: Context, phase: str) -> dict[str, object]:
         raise NotImplementedError
@@ -428,6 +431,7 @@ class Governor(Hook):
 
     kind = "governor"
     options = {"governor": None, "variable": "governor"}
+    sets_state = ("governor",)  # and leaves it set: the next run starts with it
 
     def reads_variable(self) -> str | None:
         return None if self.spec["governor"] else str(self.spec["variable"])

@@ -18,7 +18,7 @@ keeps with the machine now (`kept_differences`).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from perfsnake.machine import metadata
@@ -117,14 +117,16 @@ def identity() -> dict[str, object]:
     }
 
 
-def drift(first: Mapping[str, object], this: Mapping[str, object]) -> dict[str, dict[str, object]]:
+def drift(
+    first: Mapping[str, object], this: Mapping[str, object], ignore: Collection[str] = ()
+) -> dict[str, dict[str, object]]:
     """The keys whose value differs between two identities, each with both
     values. A key only one of them recorded (another perfsnake version) is
-    not compared."""
+    not compared, nor those in `ignore` (what the campaign's hooks set)."""
     return {
         key: {"first": first[key], "this": this[key]}
         for key in DRIFT_KEYS
-        if key in first and key in this and first[key] != this[key]
+        if key in first and key in this and first[key] != this[key] and key not in ignore
     }
 
 
@@ -133,31 +135,31 @@ def drift_text(found: Mapping[str, Mapping[str, object]], second: str = "this") 
     return "; ".join(f"{key}: {values['first']} -> {values[second]}" for key, values in found.items())
 
 
-def annotate_drift(results: Iterable[dict]) -> None:
+def annotate_drift(results: Iterable[dict], ignore: Collection[str] = ()) -> None:
     """Give each result that recorded its machine state (`machine_state`) a
     `state_drift`: what differs from the campaign's first run on the same
-    host (by start time), `{}` when nothing does."""
+    host (by start time), `{}` when nothing does (`ignore`: as drift's)."""
     recorded = sorted((r for r in results if isinstance(r.get("machine_state"), dict)),
                       key=lambda r: r.get("start_epoch") or 0.0)  # fmt: skip
     first: dict[object, Mapping[str, object]] = {}
     for result in recorded:
         state = result["machine_state"]
         reference = first.setdefault(state.get("hostname"), state)
-        result["state_drift"] = drift(reference, state)
+        result["state_drift"] = drift(reference, state, ignore)
 
 
 def kept_differences(
-    kept: Iterable[Mapping[str, object]], now: Mapping[str, object]
+    kept: Iterable[Mapping[str, object]], now: Mapping[str, object], ignore: Collection[str] = ()
 ) -> tuple[int, dict[str, dict[str, object]]]:
     """Of the identities recorded by runs a resume keeps (in start order),
     how many were measured in another state than `now` on this host, and the
-    keys that differ (the earliest such run's value -> now's)."""
+    keys that differ (the earliest such run's value -> now's; `ignore`: as drift's)."""
     count = 0
     keys: dict[str, dict[str, object]] = {}
     for state in kept:
         if state.get("hostname") != now.get("hostname"):
             continue  # measured on another node: its own state, not this one's
-        found = drift(state, now)
+        found = drift(state, now, ignore)
         if found:
             count += 1
             for key, values in found.items():

@@ -221,7 +221,7 @@ def collect_campaign(
         results.append(result)
         labels.append((path, i))
     # Each run's machine state against the campaign's first run's (all runs are needed first).
-    machine_state.annotate_drift(results)
+    machine_state.annotate_drift(results, c.instruments.state_set())
     for (path, i), result in zip(labels, results, strict=True):
         write_result(layout.here(layout.run_dir(name, path, i), workdir), result)
         lines.append(f"{path}/run-{i}: {result['status']} {json.dumps(result['metrics'], default=str)}\n")

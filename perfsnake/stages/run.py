@@ -553,7 +553,7 @@ def check_resumed_state(index: CampaignIndex, workdir: Path, strict: bool, accep
         incomplete = not all((workdir / p).exists() for p in index.run_targets(name))
         if not incomplete and not (_adaptive(c) and not (workdir / layout.results_json(name)).exists()):
             continue  # nothing of it runs again
-        count, keys = machine_state.kept_differences(_kept_states(kept), now)
+        count, keys = machine_state.kept_differences(_kept_states(kept), now, c.instruments.state_set())
         if not count:
             continue
         boot = keys.pop("boot_id", None)
