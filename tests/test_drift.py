@@ -156,6 +156,8 @@ def test_the_identity_is_this_machines_state_read_now():
     assert found["thp"] == metadata.transparent_hugepages() and found["aslr"] == metadata.randomize_va_space()
     assert found["online_cpus"] == Path("/sys/devices/system/cpu/online").read_text().strip()
     assert found["perf_event_max_sample_rate"] == metadata.perf_sample_rate()
+    if not metadata.governor_files():  # a VM without cpufreq: recorded as absent
+        assert found["governor"] is None and found["frequency_limits"] is None
     json.dumps(found)  # machine.json keeps it as it is
 
 
