@@ -42,7 +42,7 @@ uint64_t now_ns(void);
  * (LMBENCH_CALIBRATION, else -C FILE) keyed by host, CPU model, CPUs,
  * kernel, clocksource, clock resolution and method is read, or written
  * after calibrating (always calibrating with -R or LMBENCH_RECALIBRATE=1).
- * When no candidate passes, the longest is used and one stderr line says
+ * When no candidate passes, the shortest is used and one stderr line says
  * so; the cache records "fallback" and every result's note line too. */
 uint64_t timing_interval_us(void);
 
