@@ -128,15 +128,15 @@ def shrink(data: dict) -> dict:
     keep = {
         k.split(".", 1)[1]: n for k, n in (override.changes if override else {}).items() if k.startswith("variables.")
     }
-    imported = isinstance(data["benchmark"], dict) and data["benchmark"].get("type") == "imported"
+    benchmark = data["benchmark"]["type"] if isinstance(data["benchmark"], dict) else data["benchmark"]
+    imported = benchmark == "imported"
     for key, limit in TOP.items():
         if imported:
             break  # nothing runs: its runs are the files'
         if key == "nb_runs" and ("precision" in data or "decide" in (data.get("statistics") or {})):
             continue
-        data[key] = min(
-            data.get(key) or limit, TIMEOUT_FLOOR.get(data["benchmark"], limit) if key == "timeout_s" else limit
-        )
+        floor = TIMEOUT_FLOOR.get(benchmark, limit) if key == "timeout_s" else limit
+        data[key] = min(data.get(key) or limit, floor)
     variables = data.get("variables") or {}
     for var, values in variables.items():
         if not isinstance(values, list):
