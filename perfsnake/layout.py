@@ -119,6 +119,11 @@ def rows_json(campaign: str) -> str:
     return f"{RESULTS}/{campaign}/{campaign}.json"
 
 
+def campaign_json(campaign: str) -> str:
+    """The campaign's description as a file (rules/report.smk's campaign_info)."""
+    return f"{RESULTS}/{campaign}/campaign.json"
+
+
 def history_record(campaign: str) -> str:
     """What the history rule recorded of the campaign (perfsnake.stages.history)."""
     return f"{RESULTS}/{campaign}/history.json"

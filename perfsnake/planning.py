@@ -391,9 +391,11 @@ class Reports:
         return [f"{d}/{name}/results.json" for d in baseline_dirs(self.campaigns[name].references)]
 
     def history_gate_inputs(self, name: str) -> list[str]:
-        """The campaign's aggregated JSON when a gate compares with its history (the machine state)."""
+        """The campaign's aggregated JSON and its description when a gate
+        compares with its history (perfsnake.history.sources reads both)."""
         refs = self.campaigns[name].references
-        return [layout.rows_json(name)] if any(r.get("kind") == "history" for r in refs) else []
+        wanted = any(r.get("kind") == "history" for r in refs)
+        return [layout.rows_json(name), layout.campaign_json(name)] if wanted else []
 
 
 @dataclass

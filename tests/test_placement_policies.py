@@ -22,6 +22,7 @@ from perfsnake.campaign import load_campaign
 from perfsnake.errors import CampaignError
 from perfsnake.instruments.base import Context
 from perfsnake.instruments.hooks import Placement
+from perfsnake.layout import c_source
 from perfsnake.machine import capabilities
 from perfsnake.machine.sysinfo import online_cpus
 from perfsnake.placement import daemon, host
@@ -348,15 +349,18 @@ def test_the_hook_starts_the_daemon_for_the_run(tmp_path, monkeypatch):
     """The hook's command for a counted policy is the daemon's, launched like
     any daemon; here the daemon itself refuses (the test process pretends to
     have a PMU and NUMA so the record loads; the daemon reads the machine)."""
-    if not (ROOT / "resources/bin/psrun").exists():
-        pytest.skip("the launcher is built by the workflow's first run (make run)")
+    # The launcher the hook starts daemons with, built here as the workflow's tool rule builds it.
+    launcher = tmp_path / "resources/bin/psrun"
+    launcher.parent.mkdir(parents=True)
+    subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(launcher), str(c_source("psrun", "psrun.c"))],
+                   check=True, timeout=120)  # fmt: skip
     _numa_with_pmu(monkeypatch)
     c = load_campaign(_campaign(tmp_path, variables={"placement": ["sam"]},
                                 pre_run_hooks=[{"type": "placement", "sample_ms": 200, "bandwidth": [[10, 5], [5, 10]]}]))  # fmt: skip
     hook = c.instruments.pre[0]
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    state = hook.apply(Context({"placement": "sam"}, run_dir, ROOT), "pre")
+    state = hook.apply(Context({"placement": "sam"}, run_dir, tmp_path), "pre")
     try:
         out = run_dir / "daemon-placement"
         command = (out / "command.sh").read_text()
@@ -370,7 +374,7 @@ def test_the_hook_starts_the_daemon_for_the_run(tmp_path, monkeypatch):
                 time.sleep(0.05)
             assert (out / "stderr.txt").read_text() == f"psplace: {problem}\n"
     finally:
-        hook.teardown(Context({"placement": "sam"}, run_dir, ROOT), state)
+        hook.teardown(Context({"placement": "sam"}, run_dir, tmp_path), state)
 
 
 # ---- what this machine lacks: one line ----------------------------------------------------------
