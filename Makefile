@@ -67,12 +67,17 @@ test: setup
 	# Two workers, one test file each at a time: most of a test's time is
 	# Snakemake start-up and waiting on runs, so two halve the wall clock.
 	# -rs: every skipped test says why (a skip is not a pass).
-	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile -m "not ready"
+	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile -m "not ready and not long"
 	$(MAKE) --no-print-directory lint
 
-## Every ready campaign (config/campaigns/, config/figures/), shrunk, through
-## one Snakemake invocation: about 10 minutes, so not part of `make test`.
-.PHONY: smoke
+## The long lane: the minutes-long test files (tests/conftest.py LONG_FILES)
+## and every ready campaign (config/campaigns/, config/figures/) shrunk,
+## through one Snakemake invocation. About 20 minutes: not part of `make test`.
+.PHONY: long smoke
+long: setup
+	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile -m "ready or long"
+
+## The ready campaigns alone.
 smoke: setup
 	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile -m ready tests/test_ready_campaigns.py tests/test_nonroot.py
 

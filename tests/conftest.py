@@ -44,3 +44,19 @@ def pytest_runtest_makereport(item, call):
         return  # the suite run by a normal user: the root-only tests cannot run
     report.outcome = "failed"
     report.longrepr = f"skipped where CI expects everything setup installs (PERFSNAKE_NO_SKIP=1): {reason}"
+
+
+# The long lane (`make long`, CI's second step): files whose every test builds
+# or runs real programs for minutes (lmbench's 35 programs, the stores, kills
+# and cgroups, the platforms' servers). `make test` leaves them out so that it
+# stays under 15 minutes on two workers; CI runs both.
+LONG_FILES = frozenset({
+    "test_lmbench.py", "test_workloads.py", "test_containment.py", "test_author_loop.py", "test_locks.py",
+    "test_sched.py", "test_versions.py", "test_platforms.py",
+})  # fmt: skip
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in LONG_FILES:
+            item.add_marker(pytest.mark.long)
