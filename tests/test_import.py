@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -150,7 +151,9 @@ def test_an_imported_campaign_takes_no_variables(tmp_path):
 
 # ---- end to end: a result directory like a native campaign's, and compare --------------
 def _import(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "perfsnake", "import", *args], cwd=workdir,
+    # This checkout's package, as the workflow under test uses (not whichever the venv installed).
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "perfsnake", "import", *args], cwd=workdir, env=env,
                           capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
 
 
