@@ -571,7 +571,9 @@ def test_a_speedup_stack_is_drawn_from_the_runs_timelines(tmp_path):
     subprocess.run(["cc", "-O2", "-pthread", "-o", str(prog), str(tmp_path / "scaling.c")], check=True)
     camp = write_campaign(tmp_path, {
         "name": "ss",
-        "benchmark": {"type": "command", "command": f"{prog} {{threads}}", "metrics": {"c": r"c=(\d+)"}},
+        # exec: the program is the run's root process (through a shell that forks it, the
+        # application is sometimes taken to be the shell: noted in the README's limits)
+        "benchmark": {"type": "command", "command": f"exec {prog} {{threads}}", "metrics": {"c": r"c=(\d+)"}},
         "variables": {"threads": [1, 2]},
         "nb_runs": 1,
         "wrappers": ["sched_timeline"],
