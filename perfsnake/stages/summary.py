@@ -44,12 +44,15 @@ def strict_mode(config: dict) -> bool:
     )
 
 
-def _counts(campaign: str) -> dict[str, int]:
+def _results(campaign: str) -> list[dict]:
+    """The campaign's per-run results (results.json), read once for the summary."""
     path = Path(layout.results_json(campaign))
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def _counts(results: list[dict]) -> dict[str, int]:
     counts = {"ok": 0, "failed": 0, "timeout": 0, "unparsed": 0}
-    if not path.exists():
-        return counts
-    for result in json.loads(path.read_text()):
+    for result in results:
         state = result.get("status", "failed")
         if state == "ok" and result.get("unparsed"):
             state = "unparsed"
@@ -57,12 +60,9 @@ def _counts(campaign: str) -> dict[str, int]:
     return counts
 
 
-def _bottlenecks(campaign: str) -> str:
+def _bottlenecks(results: list[dict]) -> str:
     """Each component the bottleneck monitor flagged, in how many of the runs it watched."""
-    path = Path(layout.results_json(campaign))
-    if not path.exists():
-        return ""
-    watched = [r for r in json.loads(path.read_text()) if "bottlenecks" in r]
+    watched = [r for r in results if "bottlenecks" in r]
     counts: dict[str, int] = {}
     for result in watched:
         for name in result["bottlenecks"] or []:
@@ -70,13 +70,10 @@ def _bottlenecks(campaign: str) -> str:
     return ", ".join(f"{name} in {n} of {len(watched)} runs" for name, n in sorted(counts.items()))
 
 
-def _state_drift(campaign: str) -> str:
+def _state_drift(results: list[dict]) -> str:
     """How many runs were measured in another machine state than the
     campaign's first (collect's state_drift), and which keys changed."""
-    path = Path(layout.results_json(campaign))
-    if not path.exists():
-        return ""
-    checked = [r["state_drift"] for r in json.loads(path.read_text()) if "state_drift" in r]
+    checked = [r["state_drift"] for r in results if "state_drift" in r]
     drifted = [d for d in checked if d]
     keys = ", ".join(dict.fromkeys(k for d in drifted for k in d))
     return f"{len(drifted)} of {len(checked)} runs ({keys})" if drifted else ""
@@ -134,8 +131,9 @@ def outcomes(index: CampaignIndex) -> list[Outcome]:
         files += [p for plot in c.plots for p in [layout.plot(name, plot["name"], "png")] if Path(p).exists()]
         plotted = [str(m) for plot in c.plots for m in [*_as_list(plot["y"]), *plot.get("metrics", [])]]
         top = _top_differences(name, plotted or list(c.benchmark.metrics))
-        out.append(Outcome(name, _counts(name), files, top, _bottlenecks(name),
-                           _unstable_records(name, list(c.variables)), _state_drift(name)))  # fmt: skip
+        results = _results(name)
+        out.append(Outcome(name, _counts(results), files, top, _bottlenecks(results),
+                           _unstable_records(name, list(c.variables)), _state_drift(results)))  # fmt: skip
     return out
 
 
