@@ -2,7 +2,7 @@
 
 usage: .venv/bin/python bench/lmbench_interval.py [--invocations 10] [--budget-ms 1100] [--label quiet]
 
-The calibration question (README "Calibration"): on a VM whose speed wanders
+The calibration question (docs/lmbench.md, "Calibration"): on a VM whose speed wanders
 by a few tenths of a percent, no candidate interval passes the delta test and
 every calibration falls back to 100 ms. Is a shorter interval, repeated more
 often for the same timed budget, as repeatable? This runs lat_syscall null,

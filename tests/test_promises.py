@@ -35,7 +35,7 @@ def command_campaign(command: str = "echo value={x}", **extra: object) -> dict:
 
 
 def test_resume_keeps_a_run_that_finished_before_the_interruption(tmp_path):
-    """README, "Resume after an interruption": a run whose launcher had
+    """docs/usage.md, "Resume after an interruption": a run whose launcher had
     written its status when the workflow died counts as finished, even though
     Snakemake had not marked its job complete; `make resume` says
     `resume: N run(s) that finished before the interruption kept` and does

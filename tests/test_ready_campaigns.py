@@ -51,7 +51,7 @@ TOP = {
 }
 #: Benchmarks whose first run does more than its work: at most this timeout
 #: instead. lmbench's first run on a machine calibrates its timing interval
-#: (5-90 s, README "Calibration") before it measures.
+#: (5-90 s, docs/lmbench.md "Calibration") before it measures.
 TIMEOUT_FLOOR = {"lmbench": 240}
 #: Variables (in `variables:` lists and `records:`): at most this value.
 SMALL: dict[str, object] = {

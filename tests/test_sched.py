@@ -572,7 +572,7 @@ def test_a_speedup_stack_is_drawn_from_the_runs_timelines(tmp_path):
     camp = write_campaign(tmp_path, {
         "name": "ss",
         # exec: the program is the run's root process (through a shell that forks it, the
-        # application is sometimes taken to be the shell: noted in the README's limits)
+        # application is sometimes taken to be the shell: noted in docs/instruments.md)
         "benchmark": {"type": "command", "command": f"exec {prog} {{threads}}", "metrics": {"c": r"c=(\d+)"}},
         "variables": {"threads": [1, 2]},
         "nb_runs": 1,

@@ -18,7 +18,7 @@ pure function from a Topology and one interval's ThreadSamples to a Decision.
   one shared-cache domain (chip); threads that share little are left to the
   scheduler.
 
-What is simplified against the papers is in README.md (placement section).
+What is simplified against the papers is in docs/instruments.md (placement).
 Each function runs on any topology: whether this machine can feed it is
 perfsnake.placement.needs's question.
 """
