@@ -531,7 +531,7 @@ def build(config: dict, overrides: list[str], output: str | None, allow_failed: 
         results.append(layout.campaign_dir(c.name))
     csv = Path(layout.csv(main.name))
     meta_lines = csv_metadata(csv)
-    from perfsnake.results import read_metadata
+    from perfsnake.campaign_csv import read_metadata
 
     run_meta = read_metadata(csv)
     host = host_metadata()
@@ -587,7 +587,7 @@ def compare_summaries(packed: Path, new: Path) -> list[dict[str, object]]:
     """Per record and metric: packed and new n and mean, relative difference, new mean in the packed CI."""
     import pandas as pd
 
-    from perfsnake.results import read_results
+    from perfsnake.campaign_csv import read_results
 
     old_frame = read_results(packed, dtype=str)
     new_frame = read_results(new, dtype=str)

@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from perfsnake import layout
+from perfsnake.campaign_csv import read_results, read_results_metadata
 from perfsnake.escape import value_text
-from perfsnake.results import read_results, read_results_metadata
 from perfsnake.statistics.summaries import summarise
 from perfsnake.statistics.tests import adjust, welch_on_subsessions
 

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from helpers import snakemake, write_campaign
 
+from perfsnake.campaign_csv import read_csv, read_metadata
 from perfsnake.contract import CampaignInfo
-from perfsnake.results import read_csv, read_metadata
 from perfsnake.stages.aggregate import aggregate, rows_of
 
 

@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 from helpers import ROOT, SNAKEMAKE, env_without_snakemake, snakemake, write_campaign
 
-from perfsnake.results import read_csv
+from perfsnake.campaign_csv import read_csv
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import jobs_run, processes_under, snakemake, statuses, write_campaign
 
-from perfsnake.results import read_results
+from perfsnake.campaign_csv import read_results
 
 pytestmark = pytest.mark.e2e
 

@@ -6,8 +6,8 @@ import shutil
 import pytest
 from helpers import jobs_run, snakemake, write_campaign
 
+from perfsnake.campaign_csv import read_csv, read_metadata
 from perfsnake.machine.sysinfo import online_cpus
-from perfsnake.results import read_csv, read_metadata
 
 pytestmark = pytest.mark.e2e
 

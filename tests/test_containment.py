@@ -34,7 +34,7 @@ from helpers import (
     write_campaign,
 )
 
-from perfsnake.results import read_csv
+from perfsnake.campaign_csv import read_csv
 
 pytestmark = pytest.mark.e2e
 

@@ -25,10 +25,10 @@ from helpers import snakemake, write_campaign
 from test_tune import settings_lock
 from users import is_root
 
+from perfsnake.campaign_csv import read_results
 from perfsnake.instruments import Instruments
 from perfsnake.machine import metadata
 from perfsnake.machine import state as machine_state
-from perfsnake.results import read_results
 from perfsnake.stages.analysis import state_drift_flags
 
 NOT_STRICT = {"PERFSNAKE_STRICT": "0"}

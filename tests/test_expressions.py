@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from perfsnake import documents, expressions
+from perfsnake import expressions, file_metrics
 
 
 def test_arithmetic_over_names():
@@ -63,6 +63,6 @@ def test_fields_from_json_yaml_and_csv(tmp_path):
         {"file": "t.csv", "format": "csv", "fields": {"last_ms": "-1.ms", "first_ms": "0.ms"}},
         {"file": "absent.json", "fields": {"gone": "x"}},
     ]
-    got, problems = documents.metrics_from(tmp_path, specs)
+    got, problems = file_metrics.metrics_from(tmp_path, specs)
     assert got == {"iops": 1234.5, "missing": None, "bogo": 4567.8, "last_ms": 7, "first_ms": 5, "gone": None}
     assert len(problems) == 2 and any("absent.json" in p for p in problems)

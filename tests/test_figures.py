@@ -11,9 +11,9 @@ import yaml
 from helpers import snakemake, write_campaign
 
 from perfsnake.campaign import load_campaign
+from perfsnake.campaign_csv import read_csv
 from perfsnake.errors import CampaignError
 from perfsnake.figures import parse_figures
-from perfsnake.results import read_csv
 
 LOCK = [{"type": "lock", "stats": True}]
 

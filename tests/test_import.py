@@ -17,9 +17,9 @@ import pytest
 from helpers import ROOT, jobs_run, snakemake, write_campaign
 
 from perfsnake.campaign import load_campaign
+from perfsnake.campaign_csv import read_results, read_results_metadata
 from perfsnake.errors import CampaignError
 from perfsnake.importers import ImportFormatError, read
-from perfsnake.results import read_results, read_results_metadata
 
 DATA = ROOT / "tests" / "data" / "import"
 

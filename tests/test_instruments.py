@@ -11,12 +11,12 @@ import yaml
 from helpers import alive, processes_under, snakemake, write_campaign
 
 from perfsnake.campaign import load_campaign
+from perfsnake.campaign_csv import read_csv
 from perfsnake.errors import CampaignError
 from perfsnake.instruments.base import Context
 from perfsnake.instruments.hooks import DropCaches
 from perfsnake.instruments.wrappers import Strace, Time, parse_strace_summary
 from perfsnake.machine.sysinfo import online_cpus
-from perfsnake.results import read_csv
 
 
 def campaign(command, variables, **extra):

@@ -106,7 +106,7 @@ def f(wd, name, data):
     b = f"results/{name}/x.csv"
     c = Path("results")
     d = data["results"], {"results": 1}
-    e = "the packed results", "perfsnake.results", "results.json"
+    e = "the packed results", "perfsnake.campaign_csv", "results.json"
     g = f"<tt>results/{name}</tt>", "cp ../resources/bin/x ."
     h = name == "resources"
 '''

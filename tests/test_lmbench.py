@@ -110,7 +110,7 @@ def test_bad_arguments(bins):
 def test_lmbench_in_the_catalog(tmp_path):
     from helpers import snakemake, write_campaign
 
-    from perfsnake.results import read_csv
+    from perfsnake.campaign_csv import read_csv
 
     camp = write_campaign(tmp_path, {
         "name": "lm", "benchmark": "lmbench",
@@ -576,7 +576,7 @@ def test_catalog_rejects_bad_options(tmp_path, variables, key, problem):
 def test_added_programs_through_a_campaign(tmp_path):
     from helpers import snakemake, write_campaign
 
-    from perfsnake.results import read_csv
+    from perfsnake.campaign_csv import read_csv
 
     records = [{"micro": m, "op": o, "size_kb": 256, "placement": "unpinned", "repetitions": 3} for m, o in (
         ("lat_unix", "roundtrip"), ("lat_fifo", "roundtrip"), ("lat_select", "file"), ("lat_sem", "roundtrip"),
@@ -997,7 +997,7 @@ def test_issue36_records_through_a_campaign(tmp_path):
     from helpers import snakemake, write_campaign
 
     from perfsnake.benchmarks.lmbench import LmbenchBenchmark
-    from perfsnake.results import read_csv
+    from perfsnake.campaign_csv import read_csv
 
     records = _added_records()
     camp = write_campaign(tmp_path, {

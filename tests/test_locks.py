@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from helpers import jobs_run, snakemake, write_campaign
 
+from perfsnake.campaign_csv import read_csv
 from perfsnake.instruments.locks import ALGORITHMS, LOCK_SOURCE
 from perfsnake.layout import c_source
-from perfsnake.results import read_csv
 
 TORTURE = c_source("locks", "torture.c")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from helpers import snakemake, write_campaign
 
-from perfsnake.results import read_csv
+from perfsnake.campaign_csv import read_csv
 from perfsnake.statistics import modes
 from perfsnake.statistics.modes import MIN_RUNS, critical_value, mixture_ratio, two_modes
 

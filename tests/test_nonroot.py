@@ -18,7 +18,7 @@ import yaml
 from helpers import ROOT, alive, processes_under, snakemake, statuses, write_campaign
 from users import COPY_IGNORE, checkout_for, command, ensure_user, give, is_root, run_as, snakemake_argv, user_python
 
-from perfsnake.results import read_metadata, read_results
+from perfsnake.campaign_csv import read_metadata, read_results
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not is_root(), reason="creates users: needs root")]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from helpers import jobs_run, mtimes, snakemake, write_campaign
 
+from perfsnake.campaign_csv import read_csv, read_metadata
 from perfsnake.instruments.profiling import parse_perf_stat, resolve_event
-from perfsnake.results import read_csv, read_metadata
 
 EVENTS = "task-clock,context-switches,page-faults,instructions,cycles"
 

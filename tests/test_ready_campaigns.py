@@ -32,7 +32,7 @@ import pytest
 import yaml
 from helpers import ROOT, snakemake
 
-from perfsnake.results import read_csv
+from perfsnake.campaign_csv import read_csv
 
 pytestmark = pytest.mark.ready
 

@@ -136,7 +136,7 @@ def test_the_results_csv_records_the_requirement_and_reading_commands_are_not_re
     """A campaign run under on_unmet: warn carries `requires` and `requires_unmet`
     in its CSV's metadata; summary and check only read results, so an unmet
     requirement does not stop them (run it with warn, then read it strictly)."""
-    from perfsnake.results import read_metadata
+    from perfsnake.campaign_csv import read_metadata
 
     now, other, _value = aslr
     data = {"name": "c", "benchmark": {"type": "command", "command": "echo value=1", "metrics": {"value": r"value=(\d+)"}},

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from helpers import processes_under, snakemake, write_campaign
 
+from perfsnake.campaign_csv import read_csv
 from perfsnake.instruments import sched
 from perfsnake.machine import capabilities
-from perfsnake.results import read_csv
 
 pytestmark = pytest.mark.skipif(
     shutil.which("perf") is None or capabilities.missing_tracepoint(sched.EVENTS) is not None,

@@ -14,8 +14,8 @@ import pytest
 from helpers import ROOT, SNAKEMAKE, jobs_run, snakemake, statuses, write_campaign
 from slurm_cluster import SLURM_CONF, ClusterUnavailable, SlurmCluster, missing_binaries
 
+from perfsnake.campaign_csv import read_csv
 from perfsnake.machine.sysinfo import online_cpus
-from perfsnake.results import read_csv
 
 pytestmark = [
     pytest.mark.e2e,

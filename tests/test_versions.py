@@ -14,8 +14,8 @@ import pytest
 from helpers import jobs_run, snakemake, write_campaign
 
 from perfsnake.campaign import load_campaign
+from perfsnake.campaign_csv import read_csv
 from perfsnake.errors import CampaignError
-from perfsnake.results import read_csv
 
 PROGRAM = """#include <stdio.h>
 #define WORK {work}

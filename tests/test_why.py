@@ -11,9 +11,9 @@ from helpers import ROOT, jobs_run, snakemake, write_campaign
 
 from perfsnake import why
 from perfsnake.campaign import load_campaigns
+from perfsnake.campaign_csv import read_results
 from perfsnake.errors import CampaignError
 from perfsnake.machine import capabilities
-from perfsnake.results import read_results
 
 
 def test_pick_takes_the_largest_significant_differences_once_per_pair():

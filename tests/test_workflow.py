@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT, SNAKEMAKE, jobs_run, mtimes, snakemake, statuses, write_campaign
 
-from perfsnake.results import read_csv, read_metadata
+from perfsnake.campaign_csv import read_csv, read_metadata
 
 pytestmark = pytest.mark.e2e
 

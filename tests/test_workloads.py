@@ -46,7 +46,7 @@ def argv(tmp_path: Path, benchmark: str, server: str | None = None, **params) ->
 
 def run_ready_campaign(tmp_path: Path, name: str, **overrides) -> object:
     """The shipped campaign (with smaller settings), run through the workflow; its CSV."""
-    from perfsnake.results import read_csv
+    from perfsnake.campaign_csv import read_csv
 
     spec = yaml.safe_load((ROOT / "config" / "campaigns" / f"{name}.yaml").read_text())
     spec.update(overrides)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from perfsnake.errors import CampaignError
 from perfsnake.escape import escape_component, value_text
-from perfsnake.template import placeholders, substitute
+from perfsnake.shell_template import placeholders, substitute
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from perfsnake.benchmarks.base import Benchmark, BuildContext, RunContext, search_metric
-from perfsnake.documents import metrics_from
 from perfsnake.errors import did_you_mean
-from perfsnake.template import placeholders, render
+from perfsnake.file_metrics import metrics_from
+from perfsnake.shell_template import placeholders, render
 
 RUN_BUILTINS = {"build_dir", "run_dir", "duration_s", "src_dir", "free_port"}
 BUILD_BUILTINS = {"build_dir", "src_dir"}

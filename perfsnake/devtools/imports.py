@@ -22,9 +22,9 @@ LAYERS: dict[str, int] = {
     "perfsnake.errors": 0,
     "perfsnake.escape": 0,
     "perfsnake.snakemake_internals": 0,  # what relies on Snakemake's internals (no perfsnake imports)
-    "perfsnake.template": 1,
+    "perfsnake.shell_template": 1,
     "perfsnake.layout": 1,
-    "perfsnake.results": 1,
+    "perfsnake.campaign_csv": 1,
     "perfsnake.schema": 1,
     "perfsnake.machine": 1,
     "perfsnake.machine.tune": 1,  # `perfsnake tune`: writes what machine.metadata reads

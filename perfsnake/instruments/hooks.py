@@ -24,7 +24,7 @@ from perfsnake.escape import value_text
 from perfsnake.hostlock import launcher_args
 from perfsnake.instruments.base import Context, Instrument, text
 from perfsnake.machine.sysinfo import online_cpus
-from perfsnake.template import placeholders, render
+from perfsnake.shell_template import placeholders, render
 
 #: Seconds between SIGTERM and SIGKILL when a daemon is stopped.
 DAEMON_GRACE_S = 2.0

@@ -14,7 +14,7 @@ from perfsnake import layout
 from perfsnake.errors import CampaignError
 from perfsnake.platforms.base import PLATFORM_FILE, command_output, remote_launch, render_plain, write_command
 from perfsnake.platforms.local import Local
-from perfsnake.template import placeholders
+from perfsnake.shell_template import placeholders
 
 #: Engine options the platform sets itself (or that would defeat it).
 RESERVED = {

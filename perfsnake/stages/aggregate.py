@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from perfsnake.campaign_csv import write_csv
 from perfsnake.contract import CampaignInfo
 from perfsnake.machine.metadata import host_metadata
 from perfsnake.machine.requirements import requirement_metadata
 from perfsnake.machine.state import drift_text
 from perfsnake.platforms import PLATFORM_FILE
-from perfsnake.results import write_csv
 
 BASE_COLUMNS = ("campaign", "benchmark")
 TAIL_COLUMNS = ("status", "exit_code", "wall_s", "start", "end")

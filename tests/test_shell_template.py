@@ -2,7 +2,7 @@ import subprocess
 
 import pytest
 
-from perfsnake.template import placeholders, render
+from perfsnake.shell_template import placeholders, render
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The campaign CSV's format, and its documented reader.
 
-    from perfsnake.results import read_results, read_results_metadata
+    from perfsnake.campaign_csv import read_results, read_results_metadata
     frame = read_results("results/leveldb/leveldb.csv")      # a pandas DataFrame
     meta = read_results_metadata("results/leveldb/leveldb.csv")
 
