@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from pathlib import Path, PurePosixPath
 
-from perfsnake import ROOT, layout
+from perfsnake import ROOT, layout, safefile
 from perfsnake.machine.metadata import host_metadata
 
 #: Fixed entry date: the zip listing of the same content is the same.
@@ -195,7 +195,7 @@ def snakemake_archive(
     staging = tmp / "staging"
     staging.mkdir()
     with tarfile.open(tree) as tar:
-        tar.extractall(staging, filter="data")
+        safefile.extract_tar(tar, staging)
     (staging / "artifact-campaign").mkdir()
     shutil.copy2(campaign_file, staging / "artifact-campaign" / campaign_file.name)
     (staging / "config").mkdir(exist_ok=True)

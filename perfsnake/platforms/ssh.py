@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfsnake import ROOT, layout
+from perfsnake import ROOT, layout, safefile
 from perfsnake.errors import CampaignError
 from perfsnake.escape import value_text
 from perfsnake.layout import c_source
@@ -233,7 +233,7 @@ class Ssh:
                 f"fetching {self.remote(run_dir)} from {self.target} failed: {proc.stderr.decode(errors='replace').strip()}"
             )
         with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-            tar.extractall(run_dir, filter="data")  # refuses links or paths leaving run_dir
+            safefile.extract_tar(tar, run_dir)  # refuses links or paths leaving run_dir
 
     def build(self, script_file: Path, build_dir: Path, log_file: Path, inputs: list[Path]) -> int:
         workdir = layout.build_root_of(build_dir)

@@ -18,6 +18,8 @@ import zipfile
 from pathlib import Path
 from typing import TextIO
 
+from perfsnake import safefile
+
 
 class FetchError(RuntimeError):
     pass
@@ -65,13 +67,6 @@ def fetch_git(spec: dict[str, str], work: Path, log: TextIO) -> Path:
     return dest
 
 
-def _safe_members(tar: tarfile.TarFile) -> None:
-    for member in tar.getmembers():
-        path = Path(member.name)
-        if path.is_absolute() or ".." in path.parts:
-            raise FetchError(f"archive member {member.name!r} escapes the extraction directory")
-
-
 def fetch_archive(spec: dict[str, str], work: Path, log: TextIO) -> Path:
     url = spec["archive"]
     name = Path(url.split("?")[0]).name or "archive"
@@ -95,8 +90,10 @@ def fetch_archive(spec: dict[str, str], work: Path, log: TextIO) -> Path:
             zf.extractall(out)
     else:
         with tarfile.open(archive) as tar:
-            _safe_members(tar)
-            tar.extractall(out, filter="data")
+            try:
+                safefile.extract_tar(tar, out)
+            except safefile.UnsafeArchive as e:
+                raise FetchError(f"{url}: an archive member escapes the extraction directory: {e}") from None
     return _single_child(out)
 
 
