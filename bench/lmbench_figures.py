@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "results"
 sys.path.insert(0, str(ROOT))
 
-from perfsnake.benchmarks.lmbench import IPC, PROGRAMS, program_sources  # noqa: E402
+from perfsnake.benchmarks.lmbench import IPC, PROGRAMS, program_flags, program_sources  # noqa: E402
 from perfsnake.layout import c_source  # noqa: E402
 
 SRC = c_source("lmbench")
@@ -161,7 +161,8 @@ COMPARISONS = [
 
 def build_ours(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    procs = [subprocess.Popen(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out / p), *map(str, program_sources(p))])
+    procs = [subprocess.Popen(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out / p), *map(str, program_sources(p)),
+                               *program_flags(p)])
              for p in PROGRAMS]  # fmt: skip
     if any(p.wait() for p in procs):
         sys.exit("bench/lmbench_figures.py: building perfsnake/csrc/lmbench failed")

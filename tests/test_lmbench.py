@@ -3,6 +3,7 @@
 import math
 import os
 import re
+import shutil
 import subprocess
 import time
 from decimal import Decimal
@@ -19,11 +20,12 @@ FAST = {"LMBENCH_ENOUGH_US": "5000", "LMBENCH_PARALLEL_INTERVAL_US": "50000"}
 
 @pytest.fixture(scope="module")
 def bins(tmp_path_factory):
-    from perfsnake.benchmarks.lmbench import PROGRAMS, program_sources
+    from perfsnake.benchmarks.lmbench import PROGRAMS, program_flags, program_sources
 
     out = tmp_path_factory.mktemp("lmbench")
     compilers = [
-        subprocess.Popen(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out / prog), *map(str, program_sources(prog))])
+        subprocess.Popen(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out / prog), *map(str, program_sources(prog)),
+                          *program_flags(prog)])
         for prog in (*PROGRAMS, "protocol_test", "harness_test")
     ]  # fmt: skip
     assert [c.wait() for c in compilers] == [0] * len(compilers)
@@ -671,6 +673,8 @@ ADDED = {("bw_mem", op) for op in ("rdwr", "cp_lmbench", "frd", "fwr", "fcp", "b
     *(("par_ops", f"{t}_{o}") for t in ("int", "int64") for o in ("bit", "add", "mul", "div", "mod")),
     *(("par_ops", f"{t}_{o}") for t in ("float", "double") for o in ("add", "mul", "div")),
     ("lat_dram_page", "page_change"),
+    ("lat_rpc", "call"),
+    ("cache", "levels"),
 }
 
 
@@ -960,7 +964,7 @@ def _added_records() -> list[dict[str, object]]:
     """The ready campaigns' records of ADDED, shrunk: one per program,
     operation and size (the first: parallel 1, unpinned where a campaign
     sweeps them), sizes of 1 MB at most, 3 intervals."""
-    from perfsnake.benchmarks.lmbench import OPS, SIZE_KB_DEFAULT, LmbenchBenchmark
+    from perfsnake.benchmarks.lmbench import OPS, PROTOCOLS, SIZE_KB_DEFAULT, LmbenchBenchmark
     from perfsnake.campaign import load_campaign
 
     seen: dict[tuple, dict[str, object]] = {}
@@ -982,7 +986,11 @@ def _added_records() -> list[dict[str, object]]:
         for key in keys:
             if key not in values:
                 values[key] = (
-                    SIZE_KB_DEFAULT.get(micro, 1024) if key == "size_kb" else LmbenchBenchmark.run_defaults[key]
+                    SIZE_KB_DEFAULT.get(micro, 1024)
+                    if key == "size_kb"
+                    else PROTOCOLS[0]
+                    if key == "protocol"
+                    else LmbenchBenchmark.run_defaults[key]
                 )
     return list(seen.values())
 
@@ -1024,3 +1032,145 @@ def test_issue36_records_through_a_campaign(tmp_path):
     summary = {"line": "line_bytes", "tlb": "tlb_pages", "par_mem": "parallelism", "par_ops": "parallelism"}
     for micro, metric in summary.items():
         assert (frame.loc[frame["micro"] == micro, metric] >= 1).all(), frame[["micro", metric]]
+
+
+# ---- lat_rpc and cache (issue 36, the rest of lmbench3) ---------------------------------------
+
+
+def _rpc_processes() -> list[str]:
+    """Every lat_rpc process on the machine (clients and their servers)."""
+    out = subprocess.run(["pgrep", "-a", "-x", "lat_rpc"], capture_output=True, text=True, check=False).stdout
+    return out.splitlines()
+
+
+def test_rpc_latency_over_tcp_and_udp(bins):
+    """Both transports by default (lmbench's order), each a positive time
+    per call with its minimum; the forked servers are gone afterwards."""
+    before = _rpc_processes()
+    out = run(bins, "lat_rpc", "-N", "3").stdout
+    got = results(out)
+    assert list(got) == ["lat_rpc.tcp", "lat_rpc.tcp.min", "lat_rpc.udp", "lat_rpc.udp.min"], out
+    assert all(unit == "us" and 0 < v < math.inf for v, unit in got.values()), out
+    assert got["lat_rpc.tcp.min"][0] <= got["lat_rpc.tcp"][0] and got["lat_rpc.udp.min"][0] <= got["lat_rpc.udp"][0]
+    assert len(re.findall(r"^# benchmp ", out, re.M)) == 2
+    assert _rpc_processes() == before == []
+
+
+def test_rpc_parallel_placement_and_one_protocol(bins):
+    out = run(bins, "lat_rpc", "-N", "3", "-P", "2", "udp").stdout
+    assert list(results(out)) == ["lat_rpc.udp", "lat_rpc.udp.min"] and "parallel=2" in out, out
+    proc = run(bins, "lat_rpc", "-N", "3", "-A", "same", "tcp")
+    assert value(proc.stdout) > 0 and "placement same" in proc.stderr
+    assert _rpc_processes() == []
+
+
+def test_rpc_runs_without_root_or_rpcbind(bins, tmp_path):
+    """No portmapper: the client is given its server's port. As root, the
+    same run as an unprivileged user (the binary copied where it may run it)."""
+    if os.geteuid() != 0:
+        assert value(run(bins, "lat_rpc", "-N", "3", "udp").stdout) > 0
+        return
+    where = tmp_path / "nobody"
+    where.mkdir()
+    shutil.copy(bins / "lat_rpc", where / "lat_rpc")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(where, 0o755)
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(where / "lat_rpc"),
+                           "-N", "3"], capture_output=True, text=True, timeout=300, env={**os.environ, **FAST},
+                          check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert set(results(proc.stdout)) == {"lat_rpc.tcp", "lat_rpc.tcp.min", "lat_rpc.udp", "lat_rpc.udp.min"}
+    assert _rpc_processes() == []
+
+
+def test_rpc_bad_protocol_is_refused_in_one_line(bins):
+    proc = run(bins, "lat_rpc", "sctp", check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == ["lat_rpc: sctp is not a protocol (tcp or udp)"]
+    assert run(bins, "lat_rpc", "tcp", "udp", check=False).returncode == 2
+    assert _rpc_processes() == []
+
+
+def _legal(size: int) -> bool:
+    """2^N or 1.5 x 2^N: the sizes lmbench's cache reports."""
+    return size > 0 and (size & (size - 1) == 0 or (size % 3 == 0 and (size // 3) & (size // 3 - 1) == 0))
+
+
+def test_cache_levels(bins):
+    """Structure, not this machine's numbers: every size timed once, each
+    level bigger and slower than the one before and faster than memory,
+    sizes 2^N or 1.5 x 2^N, an L1 between 8 KB and 1 MB."""
+    out = run(bins, "cache", "-N", "3", "-M", "65536").stdout
+    timed = [int(n) for n in re.findall(r"^# cache (\d+) bytes: [0-9.]+ ns, min [0-9.]+ ns$", out, re.M)]
+    assert timed[:5] == [512, 640, 768, 896, 1024] and timed[-1] == 65536 * 1024 and timed == sorted(set(timed)), out
+    got = results(out)
+    levels = int(got["cache.levels"][0])
+    assert got["cache.levels"][1] == "levels" and 1 <= levels <= 4, out
+    sizes = [int(got[f"cache.l{k}_bytes"][0]) for k in range(1, levels + 1)]
+    ns = [got[f"cache.l{k}_ns"][0] for k in range(1, levels + 1)]
+    memory = got["cache.memory_ns"][0]
+    assert all(_legal(s) for s in sizes) and sizes == sorted(set(sizes)), sizes
+    assert all(a < b for a, b in zip(ns, [*ns[1:], memory])), (ns, memory)
+    assert 8 * 1024 <= sizes[0] <= 1024 * 1024, sizes
+    assert all(got[f"cache.l{k}_parallelism"][0] >= 1 for k in range(1, levels + 1))
+    assert got["cache.memory_parallelism"][0] >= 1 and got["cache"][0] == pytest.approx(memory, rel=1e-5)
+    assert got["cache.min"][0] > 0 and not [n for n in got if re.match(r"cache\.l[5-9]", n)]
+
+
+def test_cache_bad_arguments(bins):
+    for argv in (["-P", "2"], ["-L", "48"], ["-L", "1024"], ["-M", "32"], ["16"]):
+        proc = run(bins, "cache", *argv, check=False)
+        assert proc.returncode == 2 and proc.stderr.startswith("usage: cache"), (argv, proc.stderr)
+
+
+def test_catalog_rpc_and_cache(tmp_path):
+    from perfsnake.benchmarks.base import BuildContext, RunContext
+    from perfsnake.benchmarks.lmbench import IPC, UNSCALABLE, LmbenchBenchmark
+
+    bench = LmbenchBenchmark({}, "test")
+
+    def argv(**params):
+        ctx = RunContext(params={**bench.run_defaults, **params}, build_dir=tmp_path, run_dir=tmp_path, duration_s=1)
+        return bench.run_command(ctx)[1:]
+
+    assert argv(micro="lat_rpc")[-1] == "tcp" and argv(micro="lat_rpc", protocol="udp")[-1] == "udp"
+    assert argv(micro="lat_rpc", placement="same")[-3:] == ["-A", "same", "tcp"] and "lat_rpc" in IPC
+    assert argv(micro="cache")[-4:] == ["-L", "64", "-M", "65536"] and "cache" in UNSCALABLE
+    got = bench.parse("lat_rpc.udp 15.6799 us\nlat_rpc.udp.min 15.2526 us\n", "", {"micro": "lat_rpc"})
+    assert got["latency_ns"] == 15679.9 and got["latency_min_ns"] == 15252.6
+    out = ("cache 136.068 ns\ncache.min 131.156 ns\ncache.levels 2 levels\ncache.l1_bytes 32768 bytes\n"
+           "cache.l1_ns 1.19843 ns\ncache.l1_parallelism 10.8031 x\ncache.l2_bytes 1572864 bytes\n"
+           "cache.l2_ns 3.37651 ns\ncache.l2_parallelism 5.84030 x\ncache.memory_ns 136.068 ns\n"
+           "cache.memory_parallelism 11.1973 x\n")  # fmt: skip
+    got = bench.parse(out, "", {"micro": "cache"})
+    assert got["latency_ns"] == got["memory_ns"] == 136.068 and got["cache_levels"] == 2
+    assert got["l1_bytes"] == 32768 and got["l2_bytes"] == 1572864 and got["l2_ns"] == 3.37651
+    assert got["l1_parallelism"] == 10.8031 and got["memory_parallelism"] == 11.1973 and "l3_ns" not in got
+    units = bench.units()
+    assert units["l1_bytes"] == "B" and units["l4_ns"] == "ns" and units["memory_ns"] == "ns"
+    assert units["l2_parallelism"] == units["memory_parallelism"] == "x" and units["cache_levels"] == "levels"
+    script = bench.build_script(BuildContext({"lmbench_cflags": "-O2"}, tmp_path, None, 1))
+    rpc = [ln for ln in script.splitlines() if "lat_rpc" in ln]
+    assert rpc[0].startswith("flags=$(pkg-config --cflags --libs libtirpc) || ") and rpc[1].endswith(" $flags")
+    # The build script as the build rule runs it (bash -e): lat_rpc links.
+    (tmp_path / "build.sh").write_text("set -euo pipefail\n" + "\n".join(rpc) + "\n")
+    proc = subprocess.run(["bash", str(tmp_path / "build.sh")], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and (tmp_path / "lat_rpc").exists(), proc.stderr
+
+
+@pytest.mark.parametrize(
+    "variables, key, problem",
+    [
+        ({"micro": ["lat_rpc"], "protocol": ["sctp"]}, "variables.protocol", "'sctp' is not a protocol of lat_rpc"),
+        ({"micro": ["lat_tcp"], "protocol": ["udp"]}, "variables.protocol", "lat_tcp has no protocol to choose"),
+        ({"micro": ["cache"], "parallel": [2]}, "variables.parallel", "cache is not a scalable benchmark"),
+        ({"micro": ["cache"], "placement": ["same"]}, "variables.placement", "cache has no two ends to place"),
+    ],
+)
+def test_catalog_rejects_bad_rpc_and_cache_values(tmp_path, variables, key, problem):
+    from perfsnake.errors import CampaignError
+
+    with pytest.raises(CampaignError) as info:
+        lmbench_campaign(tmp_path, variables)
+    assert info.value.key == key and problem in info.value.problem and "\n" not in str(info.value)
+    assert str(tmp_path / "c.yaml") in str(info.value)  # the file, the key and the problem in one line

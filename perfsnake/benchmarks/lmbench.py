@@ -3,11 +3,12 @@
 Variables: `micro` (one of PROGRAMS), `op` (the micro-benchmark's
 operation), `size_kb` (lat_mem_rd, bw_mem, lat_ctx, lat_mmap, lat_pagefault,
 bw_file_rd, bw_mmap_rd, par_mem; stream's per-array size; lat_fs's files, 0
-allowed), `stride` (lat_mem_rd; tlb's and par_mem's line, -L), `max_kb`
-(line's, tlb's and lat_dram_page's chains, -M), `nprocs` (lat_ctx's ring), `msg_bytes`
+allowed), `stride` (lat_mem_rd; tlb's, par_mem's and cache's line, -L), `max_kb`
+(line's, tlb's, lat_dram_page's and cache's chains, -M), `nprocs` (lat_ctx's ring), `msg_bytes`
 (lat_tcp, lat_udp, lat_unix message; bw_pipe, bw_unix, bw_tcp chunk; bw_udp
 datagram), `interval_us` (lat_timer's requested sleep or timer period),
-`nfds` (lat_select), `file` (lat_syscall's FILE), `parallel` (children of
+`nfds` (lat_select), `file` (lat_syscall's FILE), `protocol` (lat_rpc's
+transport, tcp or udp; default tcp), `parallel` (children of
 the harness: scalable load), `repetitions` (intervals whose median is
 reported), `warmup_us` (-W), `placement` (-A: the two ends of an IPC
 benchmark on the same CPU, different CPUs, or unpinned).
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -70,6 +72,8 @@ OPS = {
     "par_ops": tuple(f"{t}_{o}" for t in _INT_TYPES for o in ("bit", "add", "mul", "div", "mod"))
     + tuple(f"{t}_{o}" for t in ("float", "double") for o in ("add", "mul", "div")),
     "lat_dram_page": ("page_change",),
+    "lat_rpc": ("call",),
+    "cache": ("levels",),
 }
 PROGRAMS = tuple(OPS)
 #: size_kb when a campaign does not set it (stream's arrays must outgrow the
@@ -79,7 +83,7 @@ SIZE_KB_DEFAULT = {"stream": 32768, "lat_ctx": 0, "lat_fs": 0, "par_mem": 65536}
 SIZED = ("lat_mem_rd", "bw_mem", "lat_ctx", "lat_mmap", "lat_pagefault", "stream", "bw_file_rd", "bw_mmap_rd", "lat_fs",
          "par_mem")  # fmt: skip
 #: not scalable in lmbench3 (lat_connect: TIME_WAIT exhaustion; lat_ops, mhz: CPU constants)
-UNSCALABLE = ("lat_connect", "lat_ops", "mhz", "line", "tlb", "par_mem", "par_ops", "lat_dram_page")
+UNSCALABLE = ("lat_connect", "lat_ops", "mhz", "line", "tlb", "par_mem", "par_ops", "lat_dram_page", "cache")
 #: programs with two communicating ends, which `placement` pins (-A)
 IPC = (
     "lat_pipe",
@@ -96,8 +100,15 @@ IPC = (
     "lat_fcntl",
     "lat_unix_connect",
     "bw_udp",
+    "lat_rpc",
 )
 PLACEMENTS = ("unpinned", "same", "different")
+#: lat_rpc's transports (the first is the default)
+PROTOCOLS = ("tcp", "udp")
+#: cache levels with metrics of their own (l1_bytes, l1_ns, l1_parallelism, ...)
+CACHE_LEVELS = 4
+#: programs linking a system library, by its pkg-config name (Sun RPC left glibc for libtirpc)
+PKG_CONFIG = {"lat_rpc": "libtirpc"}
 #: smallest size_kb and largest msg_bytes each program accepts
 MIN_SIZE_KB = {"bw_mem": 4, "lat_pagefault": 64, "lat_ctx": 0, "lat_fs": 0, "par_mem": 4}
 #: size_kb up to (lat_fs's files)
@@ -117,8 +128,11 @@ MAX_MSG_BYTES = {
 _SECONDARY = {"min": "latency_min_ns", "actual": "actual_ns", "per_fault": "per_fault_ns", "mhz": "mhz",
               "delete": "delete_ns", "delete.min": "delete_min_ns", "creates_per_s": "creates_per_s",
               "deletes_per_s": "deletes_per_s", "bytes": "line_bytes", "pages": "tlb_pages",
-              "parallelism": "parallelism", "hit": "dram_hit_ns", "miss": "dram_miss_ns"}  # fmt: skip
-_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz|/s|bytes|pages|x)$", re.M)
+              "parallelism": "parallelism", "hit": "dram_hit_ns", "miss": "dram_miss_ns",
+              "levels": "cache_levels", "memory_ns": "memory_ns", "memory_parallelism": "memory_parallelism",
+              **{f"l{k}_{f}": f"l{k}_{f}" for k in range(1, CACHE_LEVELS + 1)
+                 for f in ("bytes", "ns", "parallelism")}}  # fmt: skip
+_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz|/s|bytes|pages|x|levels)$", re.M)
 #: the harness's note after each result group: how its intervals went
 _NOTE = re.compile(r"^# benchmp (.*)$", re.M)
 #: note field -> metric (the run's metadata in result.json and the CSV)
@@ -130,7 +144,7 @@ HARNESS_SOURCES = ("harness.c", "calibrate.c")
 #: programs that share their body with another (one body, two programs)
 SHARED_SOURCES = {"bw_pipe": "bw_channel.c", "bw_unix": "bw_channel.c", "bw_file_rd": "bw_file.c",
                   "bw_mmap_rd": "bw_file.c", "line": "memchain.c", "tlb": "memchain.c", "par_mem": "memchain.c",
-                  "lat_dram_page": "memchain.c"}  # fmt: skip
+                  "lat_dram_page": "memchain.c", "cache": "memchain.c"}  # fmt: skip
 
 
 def program_sources(prog: str) -> list[Path]:
@@ -138,6 +152,20 @@ def program_sources(prog: str) -> list[Path]:
     or a harness test: protocol_test, harness_test)."""
     shared = [SHARED_SOURCES[prog]] if prog in SHARED_SOURCES else []
     return [SRC / name for name in (f"{prog}.c", *shared, *HARNESS_SOURCES)]
+
+
+def program_flags(prog: str) -> list[str]:
+    """The compiler and linker flags a program needs beyond its sources, for
+    a build on this machine (the catalog's build script asks pkg-config on
+    the build's platform instead). Raises RuntimeError in one line when
+    the library is missing."""
+    if prog not in PKG_CONFIG:
+        return []
+    package = PKG_CONFIG[prog]
+    proc = subprocess.run(["pkg-config", "--cflags", "--libs", package], capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise RuntimeError(f"{prog} needs {package} (Debian: {package}-dev, which scripts/setup/apt.sh installs)")
+    return proc.stdout.split()
 
 
 def _positive(value: object) -> bool:
@@ -166,9 +194,19 @@ class LmbenchBenchmark(Benchmark):
         "parallelism",
         "dram_hit_ns",
         "dram_miss_ns",
+        "cache_levels",
+        *(f"l{k}_{f}" for k in range(1, CACHE_LEVELS + 1) for f in ("bytes", "ns", "parallelism")),
+        "memory_ns",
+        "memory_parallelism",
     )
-    #: line_bytes reads as bytes from its name; these two do not
-    declared_units = {"tlb_pages": "pages", "parallelism": "x"}
+    #: line_bytes reads as bytes from its name; these do not
+    declared_units = {
+        "tlb_pages": "pages",
+        "parallelism": "x",
+        "cache_levels": "levels",
+        "memory_parallelism": "x",
+        **{f"l{k}_parallelism": "x" for k in range(1, CACHE_LEVELS + 1)},
+    }
 
     def source_files(self) -> list[Path]:
         return sorted(SRC.glob("*.[ch]"))
@@ -244,6 +282,14 @@ class LmbenchBenchmark(Benchmark):
             raise self.fail("variables.nfds", f"lat_select takes nfds up to 1000, not {value_text(p['nfds'])}")
         if "file" in p and (not isinstance(p["file"], str) or not p["file"].startswith("/")):
             raise self.fail("variables.file", f"{value_text(p['file'])!r} is not an absolute path")
+        protocol = p.get("protocol", PROTOCOLS[0])
+        if protocol not in PROTOCOLS:
+            raise self.fail(
+                "variables.protocol",
+                f"{value_text(protocol)!r} is not a protocol of lat_rpc (choose from {', '.join(PROTOCOLS)})",
+            )
+        if protocol != PROTOCOLS[0] and micro != "lat_rpc":
+            raise self.fail("variables.protocol", f"{micro} has no protocol to choose (protocol is lat_rpc's)")
 
     def build_script(self, ctx: BuildContext) -> str:
         flags = shlex.split(value_text(ctx.params["lmbench_cflags"]))
@@ -259,7 +305,16 @@ class LmbenchBenchmark(Benchmark):
                 str(ctx.build_dir / prog),
                 *map(str, program_sources(prog)),
             ]
-            lines.append(shlex.join(argv))
+            line = shlex.join(argv)
+            if prog in PKG_CONFIG:
+                # Asked on the build's platform; a missing library fails in one line.
+                package = PKG_CONFIG[prog]
+                lines.append(
+                    f"flags=$(pkg-config --cflags --libs {package}) || "
+                    f"{{ echo 'lmbench: {prog} needs {package} (Debian: {package}-dev)' >&2; exit 1; }}"
+                )
+                line += " $flags"
+            lines.append(line)
         return "\n".join(lines)
 
     def run_command(self, ctx: RunContext) -> list[str]:
@@ -306,6 +361,8 @@ class LmbenchBenchmark(Benchmark):
             "tlb": ["-L", value_text(p["stride"]), "-M", value_text(p["max_kb"])],
             "par_mem": ["-L", value_text(p["stride"]), size],
             "lat_dram_page": ["-M", value_text(p["max_kb"])],
+            "lat_rpc": [value_text(p.get("protocol", PROTOCOLS[0]))],
+            "cache": ["-L", value_text(p["stride"]), "-M", value_text(p["max_kb"])],
         }
         return [*argv, *operands.get(micro, [op])]
 

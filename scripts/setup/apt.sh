@@ -22,6 +22,8 @@ PACKAGES=(
   lld
   # The history dashboard's tests load it in a real browser (selenium drives it).
   chromium chromium-driver
+  # lmbench's lat_rpc: Sun RPC (no longer in glibc), found through pkg-config.
+  libtirpc-dev pkgconf
 )
 # Platforms beyond this machine (issue 7): an sshd for the ssh platform's
 # tests, podman with runc and debootstrap for the container platform, a

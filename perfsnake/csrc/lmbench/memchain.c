@@ -229,6 +229,28 @@ int chain_time(struct chain *c, int width, int warmup, int reps, const char *lab
 	return 0;
 }
 
+int chain_parallelism(struct chain *c, int warmup, int reps, const char *label, double *one, double *one_min,
+		      double *best)
+{
+	char text[128];
+	double t, t_min;
+
+	*best = 1.0;
+	for (int k = 1; k <= MAX_WIDTH; k++) {
+		snprintf(text, sizeof(text), "%s %d walker%s:", label, k, k > 1 ? "s" : "");
+		if (chain_time(c, k, warmup, reps, text, &t, &t_min))
+			return -1;
+		if (k == 1) {
+			*one = t;
+			*one_min = t_min;
+		} else if (*one / t > *best)
+			*best = *one / t;
+		if (4.0 * *best < k - 1)
+			break;
+	}
+	return 0;
+}
+
 int chain_options(int argc, char **argv, int *warmup, int *reps, long *line, long *max_kb)
 {
 	char opts[16] = "P:W:N:C:R";

@@ -61,6 +61,15 @@ extern const benchmp_f chase_width[MAX_WIDTH];
 int chain_time(struct chain *c, int width, int warmup, int reps, const char *label, double *median_ns,
 	       double *min_ns);
 
+/* par_mem's figure for the chain built last: k = 1..16 walkers spaced
+ * along it, each timed (a comment line "# <label> <k> walker(s): ..."
+ * each); *best is the largest of one walker's time per load over k
+ * walkers', and k stops growing once it exceeds 4 x the best so far (as
+ * lmbench). *one and *one_min: one walker's median and shortest time per
+ * load. 0, or -1 when benchmp failed. */
+int chain_parallelism(struct chain *c, int warmup, int reps, const char *label, double *one, double *one_min,
+		      double *best);
+
 /* The harness options of these tools, which are not scalable (-P 1 only):
  * -W, -N, -C, -R, plus -L LINE and -M MAX_KB where `line`/`max_kb` are
  * given (NULL: not taken). Returns the index of the first operand, or -1

@@ -25,7 +25,7 @@ int main(int argc, char **argv)
 	int first, warmup = 0, reps = TRIES;
 	long line = 64, kb;
 	struct chain c = { 0 };
-	double one = 0, one_min = 0, t, t_min, best = 1.0;
+	double one = 0, one_min = 0, best = 1.0;
 	char label[64], name[64];
 	size_t len;
 
@@ -41,18 +41,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	chain_lines(&c, len, (size_t)line, 1);
-	for (int k = 1; k <= MAX_WIDTH; k++) {
-		snprintf(label, sizeof(label), "par_mem %ldk, %d walker%s:", kb, k, k > 1 ? "s" : "");
-		if (chain_time(&c, k, warmup, reps, label, &t, &t_min))
-			return 1;
-		if (k == 1) {
-			one = t;
-			one_min = t_min;
-		} else if (one / t > best)
-			best = one / t;
-		if (4.0 * best < k - 1)
-			break;
-	}
+	snprintf(label, sizeof(label), "par_mem %ldk,", kb);
+	if (chain_parallelism(&c, warmup, reps, label, &one, &one_min, &best))
+		return 1;
 	snprintf(name, sizeof(name), "par_mem.%ldk", kb);
 	result_line(name, one, "ns");
 	snprintf(name, sizeof(name), "par_mem.%ldk.min", kb);
