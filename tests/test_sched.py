@@ -192,6 +192,26 @@ def test_analysis_of_a_recorded_event_stream():
     assert by[11]["exec_ms"] == pytest.approx(7) and "exec_ms" not in by[10]
 
 
+# A shell that ran longer than either of the two threads of the program it forked.
+SHELL_EVENTS = [
+    ("sh", 10, 0, 1.000, "sched:sched_switch", {"prev_pid": "0", "prev_state": "R", "next_comm": "sh", "next_pid": "10"}),
+    ("sh", 10, 0, 1.001, "sched:sched_process_fork", {"pid": "10", "child_pid": "11", "child_comm": "sh"}),
+    ("sh", 10, 0, 1.008, "sched:sched_switch", {"prev_comm": "sh", "prev_pid": "10", "prev_state": "S", "next_comm": "prog", "next_pid": "11"}),
+    ("prog", 11, 0, 1.009, "sched:sched_process_fork", {"pid": "11", "child_pid": "12", "child_comm": "prog"}),
+    ("x", 0, 1, 1.009, "sched:sched_switch", {"prev_pid": "0", "prev_state": "R", "next_comm": "prog", "next_pid": "12"}),
+    ("prog", 11, 0, 1.011, "sched:sched_switch", {"prev_comm": "prog", "prev_pid": "11", "prev_state": "X", "next_pid": "0"}),
+    ("prog", 12, 1, 1.012, "sched:sched_switch", {"prev_comm": "prog", "prev_pid": "12", "prev_state": "X", "next_pid": "0"}),
+]  # fmt: skip
+
+
+def test_the_application_is_the_program_not_the_shell_that_forked_it():
+    """The shell's one thread ran 8 ms, each of the program's two only 3: the
+    program is still the application (the speedup stack's region needs it)."""
+    t = sched.analyse(SHELL_EVENTS, 10)
+    assert t["app"] == "prog" and t["totals"]["sched.app.threads"] == 2
+    assert t["totals"]["sched.app.runtime_ms"] == pytest.approx(3 + 3)
+
+
 def test_the_gantt_greys_what_ran_before_the_programs_exec(tmp_path):
     timeline = sched.analyse([*EVENTS[:7], EXEC_EVENT, *EVENTS[7:]], 10)
     (tmp_path / sched.JSON_FILE).write_text(json.dumps(timeline))

@@ -40,6 +40,8 @@ EVENTS = ("sched:sched_switch", "sched:sched_waking", "sched:sched_wakeup_new", 
 #: Process names of the run's own tools (never the application's threads).
 TOOLS = frozenset({"perf", "perf-exec", "psrun", "psplace", "strace", "ltrace", "valgrind", "bpftrace", "taskset",
                    "numactl", "nice", "env", "time"})  # fmt: skip
+#: Shells that start the program (a command benchmark's `sh command.sh`).
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
 LOST = "sched.lost_events"
 #: The parallel region (see parallel_region): its length, its threads and their time in it.
 PARALLEL = ("sched.par.threads", "sched.par.region_ms", "sched.par.running_ms", "sched.par.wait_ms",
@@ -292,13 +294,20 @@ def analyse(
         "sched.migrations": sum(int(t["migrations"]) for t in threads),
         "sched.cpus_used": len({c for t in threads for c in t["cpus"]}),
     }
-    # The application: the threads named like the busiest one that is not a
-    # tool of the run (the wrappers and tracers that start or watch it mostly
-    # wait, or work for themselves, and would swamp a breakdown of where its
-    # own threads' time went).
-    candidates = [t for t in threads if str(t["name"]) not in TOOLS] or threads
-    busiest = max(candidates, key=lambda t: float(t["runtime_ms"]), default=None)
-    app = [t for t in threads if busiest is not None and t["name"] == busiest["name"]]
+    # The application: the threads of the name that ran the most, tools of the
+    # run and shells left out (the wrappers and tracers that start or watch it
+    # mostly wait, or work for themselves, and would swamp a breakdown of where
+    # its own threads' time went; a shell that forks the program can outrun a
+    # short program's busiest thread). Summed per name: one busy thread of a
+    # shell must not outweigh a program's many.
+    by_name: dict[str, float] = defaultdict(float)
+    for t in threads:
+        by_name[str(t["name"])] += float(t["runtime_ms"])
+    names_ranked = (
+        [n for n in by_name if n not in TOOLS | SHELLS] or [n for n in by_name if n not in TOOLS] or list(by_name)
+    )
+    app_name = max(names_ranked, key=lambda n: by_name[n], default=None)
+    app = [t for t in threads if t["name"] == app_name]
     for part in ("runtime_ms", "wait_ms", "delay_ms", "blocked_ms"):
         totals[f"sched.app.{part}"] = sum(float(t[part]) for t in app)
     totals["sched.app.threads"] = len(app)
@@ -307,7 +316,7 @@ def analyse(
     return {
         "region": region,
         "root": root,
-        "app": busiest["name"] if busiest else None,
+        "app": app_name,
         "threads": threads,
         "slices": slices,
         "migrations": migrations,
