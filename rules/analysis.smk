@@ -6,13 +6,15 @@
 rule analyse:
     input:
         results="results/{campaign}/results.json",
+        # The campaign as a file: the report shows this rule's parameters.
+        info="results/{campaign}/campaign.json",
         # Earlier result directories the reference gates compare with.
-        baselines=lambda wildcards: INDEX.reports.baseline_inputs(wildcards.campaign),
+        baselines=baseline_inputs,
         # History gates read the campaign's machine state (its aggregated JSON).
-        rows=lambda wildcards: INDEX.reports.history_gate_inputs(wildcards.campaign),
+        rows=history_gate_inputs,
         # The campaign's layout noise floor, if it measures one (rules/floor.smk).
-        floor=lambda wildcards: INDEX.reports.floor_inputs(wildcards.campaign),
-        code=layout.package_code(
+        floor=floor_inputs,
+        code=page_code(
             "stages/analysis.py",
             "statistics/records.py",
             "statistics/summaries.py",
@@ -29,14 +31,16 @@ rule analyse:
         comparisons="results/{campaign}/comparisons.csv",
         significant="results/{campaign}/significant.md",
         gates="results/{campaign}/gates.csv",
+        # significant.md as the report shows it, from the same document.
+        significant_page=report_page(
+            "significant", "significant differences", "statistics"
+        ),
     log:
         "results/{campaign}/logs/analyse.log",
-    # Short and reads the whole campaign: on a cluster it runs on the submit host.
     localrule: True
     conda:
         "../envs/analysis.yaml"
     params:
-        campaign=campaign_info,
         # The results store a history gate reads (rules/history.smk records into it).
         store=config.get("history"),
     script:
@@ -47,12 +51,11 @@ rule analyse:
 rule overhead:
     input:
         main="results/{campaign}/results.json",
-        controls=lambda wildcards: INDEX.derived.control_results(wildcards.campaign),
+        controls=control_results,
     output:
         "results/{campaign}/overhead.csv",
     log:
         "results/{campaign}/logs/overhead.log",
-    # Short and reads the whole campaign: on a cluster it runs on the submit host.
     localrule: True
     conda:
         "../envs/analysis.yaml"
@@ -69,26 +72,20 @@ rule overhead:
 rule compare_with:
     input:
         csv="results/{campaign}/{campaign}.csv",
-        earlier=lambda wildcards: INDEX.reports.compare_inputs(wildcards.campaign),
-        code=layout.package_code("compare.py", "stages/tables.py"),
+        earlier=compare_inputs,
+        code=page_code("compare.py", "stages/tables.py"),
     output:
         csv="results/{campaign}/compare/compare.csv",
         md="results/{campaign}/compare/compare.md",
         differences="results/{campaign}/compare/metadata_differences.csv",
-        page=report(
-            "results/{campaign}/report/compare.html",
-            caption="../workflow/report/compare.rst",
-            category="{campaign}",
-            subcategory="statistics",
-            labels={"page": "compared with earlier results"},
-        ),
+        page=report_page("compare", "compared with earlier results", "statistics"),
     log:
         "results/{campaign}/logs/compare_with.log",
     localrule: True
     conda:
         "../envs/analysis.yaml"
     params:
-        earlier=lambda wildcards: INDEX.campaigns[wildcards.campaign].compare_with,
+        earlier=compare_earlier,
     script:
         "../scripts/compare.py"
 
@@ -115,7 +112,7 @@ rule regression_steps:
     params:
         campaign=campaign_info,
     script:
-        "../scripts/regression.py"
+        "../scripts/regression_steps.py"
 
 
 rule regression_figure:
@@ -125,12 +122,11 @@ rule regression_figure:
         info="results/{campaign}/campaign.json",
         code=layout.package_code("stages/regression.py"),
     output:
-        svg=report(
+        svg=in_report(
             "results/{campaign}/regression/{metric}.svg",
-            caption="../workflow/report/regression.rst",
-            category="{campaign}",
-            subcategory="figures",
-            labels={"figure": "regression of {metric}"},
+            "regression",
+            {"figure": "regression of {metric}"},
+            "figures",
         ),
         png="results/{campaign}/regression/{metric}.png",
         pdf="results/{campaign}/regression/{metric}.pdf",
@@ -142,4 +138,4 @@ rule regression_figure:
     conda:
         "../envs/analysis.yaml"
     script:
-        "../scripts/regression.py"
+        "../scripts/regression_figure.py"

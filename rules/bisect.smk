@@ -13,7 +13,6 @@ checkpoint bisect_step:
         "results/{campaign}/logs/bisect-step-{step}.log",
     wildcard_constraints:
         step=layout.RUN_RE,
-    # Short and reads the campaign's runs: on a cluster it runs on the submit host.
     localrule: True
     run:
         do_bisect_step(wildcards, input, output, log)
@@ -22,7 +21,7 @@ checkpoint bisect_step:
 rule bisect_report:
     input:
         final=bisect_final,
-        code=layout.package_code("bisect.py", "stages/bisect.py"),
+        code=page_code("bisect.py", "stages/bisect.py"),
     output:
         "results/{campaign}/bisect.md",
     log:

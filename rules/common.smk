@@ -224,13 +224,9 @@ def do_precision_round(wildcards, input, output, log):
 
 def do_decisions(wildcards, input, output, log):
     from perfsnake.stages import precision as precision_stage
-    from perfsnake.stages import tables as tables_stage
 
     precision_stage.write_decisions(
-        INDEX, wildcards.campaign, input[0], output.csv, output.md, log[0]
-    )
-    tables_stage.markdown_html(
-        output.md, output.page, f"{wildcards.campaign}: decided in the fewest runs"
+        INDEX, wildcards.campaign, input[0], output.csv, output.md, log[0], output.page
     )
 
 

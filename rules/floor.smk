@@ -29,19 +29,13 @@ rule noise_floor_page:
     input:
         floor="results/{campaign}/floor/noise_floor.csv",
         info="results/{campaign}/campaign.json",
-        code=layout.package_code("stages/tables.py"),
+        code=page_code("stages/tables.py"),
     output:
-        floor=report(
-            "results/{campaign}/report/floor.html",
-            caption="../workflow/report/floor.rst",
-            category="{campaign}",
-            subcategory="statistics",
-            labels={"page": "layout noise floor"},
-        ),
+        floor=report_page("floor", "layout noise floor", "statistics"),
     log:
         "results/{campaign}/logs/noise_floor_page.log",
     localrule: True
     conda:
         "../envs/analysis.yaml"
     script:
-        "../scripts/tables.py"
+        "../scripts/floor_page.py"

@@ -29,7 +29,7 @@ rule perf_folded:
     conda:
         "../envs/profiling.yaml"
     params:
-        collapse=lambda wildcards: flame_tool("collapse"),
+        collapse=flame_collapse,
     shell:
         # -F -period: every sample weighs 1 (a count), not its period in ns.
         "d=$(dirname {input:q}); "
@@ -48,9 +48,9 @@ rule flamegraph:
     conda:
         "../envs/profiling.yaml"
     params:
-        tool=lambda wildcards: flame_tool("flamegraph"),
+        tool=flame_drawer,
         options=flame_options,
-        title=lambda wildcards: f"{wildcards.campaign}: {wildcards.record} run-{wildcards.run}",
+        title=run_title,
     shell:
         # An empty profile (failed run) still yields an SVG saying so.
         "{params.tool} --title {params.title:q} {params.options} < {input:q} > {output:q} 2> {log:q} "
@@ -66,7 +66,6 @@ rule record_folded:
         "results/{campaign}/folded/{flat}.log",
     wildcard_constraints:
         flat=r"[^/~]+",
-    # Short and reads the whole campaign: on a cluster it runs on the submit host.
     localrule: True
     conda:
         "../envs/profiling.yaml"
@@ -85,15 +84,14 @@ rule diff_flamegraph:
     wildcard_constraints:
         a=r"[^/~]+",
         b=r"[^/~]+",
-    # Short and reads the whole campaign: on a cluster it runs on the submit host.
     localrule: True
     conda:
         "../envs/profiling.yaml"
     params:
-        diff=lambda wildcards: flame_tool("diff"),
-        tool=lambda wildcards: flame_tool("flamegraph"),
+        diff=flame_differ,
+        tool=flame_drawer,
         options=flame_options,
-        title=lambda wildcards: f"{wildcards.campaign}: {wildcards.b} relative to {wildcards.a}",
+        title=diff_title,
     shell:
         "{params.diff} {input.a:q} {input.b:q} 2> {log:q} "
         "| {params.tool} --title {params.title:q} {params.options} > {output:q} 2>> {log:q} "

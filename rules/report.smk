@@ -3,10 +3,6 @@
 # registered for `snakemake --report report.html`, one category per campaign.
 from perfsnake.stages import tables as tables_stage
 
-flame_entries = lambda w: tables_stage.flame_entries(
-    INDEX.campaigns[w.campaign], INDEX.targets.instrument_targets(w.campaign)
-)
-
 
 # What the report's rules need to know of a campaign, as a file: their job
 # parameters, which the report shows, stay short and readable.
@@ -34,27 +30,22 @@ rule plot:
             "statistics/modes.py",
         ),
     output:
-        svg=report(
+        svg=in_report(
             "results/{campaign}/plots/{plot}.svg",
-            caption="../workflow/report/plot.rst",
-            category="{campaign}",
-            subcategory="figures",
-            labels={"figure": "{plot}"},
+            "plot",
+            {"figure": "{plot}"},
+            "figures",
         ),
         png="results/{campaign}/plots/{plot}.png",
         pdf="results/{campaign}/plots/{plot}.pdf",
     log:
         "results/{campaign}/logs/plot/{plot}.log",
-    # Short and reads the whole campaign: on a cluster it runs on the submit host.
     localrule: True
     conda:
         "../envs/analysis.yaml"
     params:
         plot=plot_spec,
-        caption=lambda w: tables_stage.plot_caption(
-            INDEX.campaigns[w.campaign],
-            json.loads(INDEX.reports.plot_spec(w.campaign, w.plot)),
-        ),
+        caption=plot_caption,
     script:
         "../scripts/plot.py"
 
@@ -72,11 +63,11 @@ rule figure:
             "statistics/modes.py",
         ),
     output:
-        svg=report(
+        svg=in_report(
             "results/figures/{figure}.svg",
-            caption="../workflow/report/figure.rst",
+            "figure",
+            {"figure": "{figure}"},
             category="figures",
-            labels={"figure": "{figure}"},
         ),
         png="results/figures/{figure}.png",
         pdf="results/figures/{figure}.pdf",
@@ -87,7 +78,7 @@ rule figure:
         "../envs/analysis.yaml"
     params:
         figure=figure_spec,
-        campaigns=lambda w: ", ".join(INDEX.figures[w.figure].campaigns),
+        campaigns=figure_campaigns,
     script:
         "../scripts/figure.py"
 
@@ -97,7 +88,7 @@ rule figure:
 rule summary_tables:
     input:
         summary="results/{campaign}/summary.csv",
-        code=layout.package_code("stages/tables.py"),
+        code=page_code("stages/tables.py"),
     output:
         md="results/{campaign}/summary.md",
         tex="results/{campaign}/summary.tex",
@@ -110,103 +101,66 @@ rule summary_tables:
     params:
         campaign=campaign_info,
     script:
-        "../scripts/tables.py"
+        "../scripts/summary_tables.py"
 
 
 # The report's pages of a campaign: its part of the landing page and the
-# machine and statistics pages, tables rendered inline.
+# machine and statistics pages, tables rendered inline (the analysis writes
+# the significant differences' page, with significant.md).
 rule report_pages:
     input:
         rows="results/{campaign}/{campaign}.json",
         summary="results/{campaign}/summary.csv",
         comparisons="results/{campaign}/comparisons.csv",
-        significant="results/{campaign}/significant.md",
         tables=rules.summary_tables.output,
         info="results/{campaign}/campaign.json",
-        code=layout.package_code("stages/tables.py"),
+        code=page_code("stages/tables.py"),
     output:
         landing="results/{campaign}/report/landing.html",
-        machine=report(
-            "results/{campaign}/report/machine.html",
-            caption="../workflow/report/machine.rst",
-            category="{campaign}",
-            subcategory="machine",
-            labels={"page": "machine and run metadata"},
-        ),
-        summary=report(
-            "results/{campaign}/report/summary.html",
-            caption="../workflow/report/summary.rst",
-            category="{campaign}",
-            subcategory="statistics",
-            labels={"page": "summary"},
-        ),
-        comparisons=report(
-            "results/{campaign}/report/comparisons.html",
-            caption="../workflow/report/comparisons.rst",
-            category="{campaign}",
-            subcategory="statistics",
-            labels={"page": "comparisons"},
-        ),
-        significant=report(
-            "results/{campaign}/report/significant.html",
-            caption="../workflow/report/significant.rst",
-            category="{campaign}",
-            subcategory="statistics",
-            labels={"page": "significant differences"},
-        ),
+        machine=report_page("machine", "machine and run metadata", "machine"),
+        summary=report_page("summary", "summary", "statistics"),
+        comparisons=report_page("comparisons", "comparisons", "statistics"),
     log:
         "results/{campaign}/logs/report_pages.log",
     localrule: True
     conda:
         "../envs/analysis.yaml"
     params:
-        description=lambda w: tables_stage.description(INDEX.campaigns[w.campaign]),
+        description=campaign_description,
     script:
-        "../scripts/tables.py"
+        "../scripts/report_pages.py"
 
 
 rule overhead_page:
     input:
         overhead="results/{campaign}/overhead.csv",
         info="results/{campaign}/campaign.json",
-        code=layout.package_code("stages/tables.py"),
+        code=page_code("stages/tables.py"),
     output:
-        overhead=report(
-            "results/{campaign}/report/overhead.html",
-            caption="../workflow/report/overhead.rst",
-            category="{campaign}",
-            subcategory="statistics",
-            labels={"page": "instrument overhead"},
-        ),
+        overhead=report_page("overhead", "instrument overhead", "statistics"),
     log:
         "results/{campaign}/logs/overhead_page.log",
     localrule: True
     conda:
         "../envs/analysis.yaml"
     script:
-        "../scripts/tables.py"
+        "../scripts/overhead_page.py"
 
 
 # Every flame graph of the campaign on one page, with short titles.
 rule flamegraph_page:
     input:
-        svgs=lambda w: [e["path"] for e in flame_entries(w)],
+        svgs=flame_svgs,
         info="results/{campaign}/campaign.json",
-        code=layout.package_code("stages/tables.py"),
+        code=page_code("stages/tables.py"),
     output:
-        flamegraphs=report(
-            "results/{campaign}/report/flamegraphs.html",
-            caption="../workflow/report/flamegraphs.rst",
-            category="{campaign}",
-            subcategory="profiles",
-            labels={"page": "flame graphs"},
-        ),
+        flamegraphs=report_page("flamegraphs", "flame graphs", "profiles"),
     log:
         "results/{campaign}/logs/flamegraph_page.log",
     localrule: True
     conda:
         "../envs/analysis.yaml"
     params:
-        entries=lambda w: flow(flame_entries(w)),
+        entries=flame_entries_param,
     script:
-        "../scripts/tables.py"
+        "../scripts/flamegraph_page.py"

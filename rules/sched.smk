@@ -8,12 +8,11 @@ rule sched_gantt:
         status="results/{campaign}/runs/{record}/run-{run}/status.json",
         code=layout.package_code("stages/sched.py", "instruments/sched.py"),
     output:
-        svg=report(
+        svg=in_report(
             "results/{campaign}/runs/{record}/run-{run}/sched_gantt.svg",
-            caption="../workflow/report/sched_gantt.rst",
-            category="{campaign}",
-            subcategory="profiles",
-            labels={"timeline": "{record} run-{run}"},
+            "sched_gantt",
+            {"timeline": "{record} run-{run}"},
+            "profiles",
         ),
         png="results/{campaign}/runs/{record}/run-{run}/sched_gantt.png",
     log:
@@ -21,7 +20,7 @@ rule sched_gantt:
     conda:
         "../envs/analysis.yaml"
     params:
-        title=lambda wildcards: f"{wildcards.campaign}: {wildcards.record} run-{wildcards.run}",
+        title=run_title,
     script:
         "../scripts/sched_gantt.py"
 
@@ -47,20 +46,19 @@ rule offcpu_flamegraph:
     input:
         "results/{campaign}/runs/{record}/run-{run}/offcpu.folded",
     output:
-        report(
+        in_report(
             "results/{campaign}/runs/{record}/run-{run}/offcpu.svg",
-            caption="../workflow/report/offcpu.rst",
-            category="{campaign}",
-            subcategory="profiles",
-            labels={"off-CPU": "{record} run-{run}"},
+            "offcpu",
+            {"off-CPU": "{record} run-{run}"},
+            "profiles",
         ),
     log:
         "results/{campaign}/runs/{record}/run-{run}/offcpu.log",
     conda:
         "../envs/profiling.yaml"
     params:
-        tool=lambda wildcards: flame_tool("flamegraph"),
-        title=lambda wildcards: f"off-CPU {wildcards.campaign}: {wildcards.record} run-{wildcards.run}",
+        tool=flame_drawer,
+        title=offcpu_run_title,
     shell:
         # An empty profile (nothing blocked, or a failed run) is an empty graph.
         "{params.tool} --title {params.title:q} --countname us --colors io < {input:q} > {output:q} 2> {log:q} "
@@ -69,9 +67,7 @@ rule offcpu_flamegraph:
 
 rule offcpu_record_folded:
     input:
-        lambda wildcards: profile_stage.folded_inputs(
-            INDEX, wildcards.campaign, wildcards.flat, "offcpu.folded"
-        ),
+        offcpu_record_inputs,
     output:
         "results/{campaign}/offcpu/{flat}.folded",
     log:
@@ -100,9 +96,9 @@ rule offcpu_diff:
     conda:
         "../envs/profiling.yaml"
     params:
-        diff=lambda wildcards: flame_tool("diff"),
-        tool=lambda wildcards: flame_tool("flamegraph"),
-        title=lambda wildcards: f"off-CPU {wildcards.campaign}: {wildcards.b} relative to {wildcards.a}",
+        diff=flame_differ,
+        tool=flame_drawer,
+        title=offcpu_diff_title,
     shell:
         "{params.diff} {input.a:q} {input.b:q} 2> {log:q} "
         "| {params.tool} --title {params.title:q} --countname us > {output:q} 2>> {log:q} "

@@ -3,7 +3,6 @@
 # (campaign <name>__why, never in the statistics) give each a differential
 # flame graph and a table of the functions whose share changed most
 # (perfsnake.stages.why).
-why_spec = lambda w: flow(why_stage.spec_of(INDEX, w.campaign))
 
 
 checkpoint why_pairs:
@@ -20,7 +19,7 @@ checkpoint why_pairs:
     params:
         spec=why_spec,
     script:
-        "../scripts/why.py"
+        "../scripts/why_pairs.py"
 
 
 rule why_symbols:
@@ -41,22 +40,16 @@ rule why_symbols:
     params:
         spec=why_spec,
     script:
-        "../scripts/why.py"
+        "../scripts/why_symbols.py"
 
 
 rule why_report:
     input:
         files=why_report_inputs,
-        code=layout.package_code("why.py", "stages/why.py"),
+        code=page_code("why.py", "stages/why.py"),
     output:
         md="results/{campaign}/why/why.md",
-        page=report(
-            "results/{campaign}/report/why.html",
-            caption="../workflow/report/why.rst",
-            category="{campaign}",
-            subcategory="profiles",
-            labels={"page": "why it changed"},
-        ),
+        page=report_page("why", "why it changed", "profiles"),
     log:
         "results/{campaign}/logs/why_report.log",
     localrule: True
@@ -65,4 +58,4 @@ rule why_report:
     params:
         spec=why_spec,
     script:
-        "../scripts/why.py"
+        "../scripts/why_report.py"

@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 from perfsnake.contract import CampaignInfo  # noqa: E402
 from perfsnake.floor import read as read_floors  # noqa: E402
 from perfsnake.gates import baseline_dirs, history_baselines  # noqa: E402
-from perfsnake.scripting import logged  # noqa: E402
+from perfsnake.scripting import campaign_of, logged  # noqa: E402
 from perfsnake.stages.analysis import analyse  # noqa: E402
 
 sm = snakemake  # noqa: F821
@@ -29,7 +29,7 @@ def recent_past_or_none(campaign_dir: Path, last: int, metric: str) -> list[dict
 
 def main() -> None:
     results = json.loads(Path(sm.input.results).read_text())
-    info = CampaignInfo.from_json(sm.params.campaign)
+    info = CampaignInfo.from_dict(campaign_of(sm))
     dirs = baseline_dirs(info.references)
     baselines = {d: json.loads(Path(f).read_text()) for d, f in zip(dirs, sm.input.baselines)}
     # History gates: the results store's recent past of this campaign (perfsnake.history.baseline).
@@ -37,7 +37,7 @@ def main() -> None:
         baselines[key] = recent_past_or_none(Path(sm.input.results).parent, last, metric)
     floors = read_floors(Path(sm.input.floor[0]), list(info.variables)) if sm.input.floor else None
     analyse(results, info, Path(sm.output.summary), Path(sm.output.comparisons), Path(sm.output.significant),
-            Path(sm.output.gates), baselines, floors)  # fmt: skip
+            Path(sm.output.gates), baselines, floors, Path(sm.output.significant_page))  # fmt: skip
 
 
 logged(sm.log[0], main)

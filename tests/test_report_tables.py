@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from html.parser import HTMLParser
 
 import numpy as np
 import pandas as pd
@@ -11,6 +12,9 @@ from helpers import ROOT, snakemake, write_campaign
 
 from perfsnake.campaign import load_campaign
 from perfsnake.contract import CampaignInfo
+from perfsnake.pages import html as html_render
+from perfsnake.pages import markdown as md_render
+from perfsnake.pages.model import Bold, BulletList, Code, Document, Heading, Paragraph, Table
 from perfsnake.planning import CampaignIndex
 from perfsnake.stages import tables
 from perfsnake.statistics.intervals import median_interval
@@ -81,7 +85,7 @@ def test_comparisons_page_lists_significant_rows_first(tmp_path):
     pd.DataFrame({"metric": ["m", "m"], "a": ["x", "y"], "p_value": [0.5, 0.001], "significant": [False, True]}).to_csv(
         src, index=False
     )
-    tables.csv_html(src, tmp_path / "c.html", "c: comparisons", significant_first=True)
+    tables.write_csv_page(src, tmp_path / "c.html", "c: comparisons", significant_first=True)
     page = (tmp_path / "c.html").read_text()
     assert page.index("<td>y</td>") < page.index("<td>x</td>") and "<table" in page
 
@@ -150,7 +154,7 @@ def test_landing_fragment_names_counts_machine_and_files():
         "4 (3 / 1 / 0)" in frag
         and "Z80 &lt;fast&gt;" in frag
         and "Desc &amp; more" in frag
-        and "<tt>c.csv</tt>" in frag
+        and "<code>c.csv</code>" in frag
     )
 
 
@@ -160,18 +164,55 @@ def test_constant_variables_left_out_of_the_rows():
     assert "flags" not in table and "lock" in table
 
 
-def test_a_markdown_page_keeps_its_paragraphs_lists_and_emphasis(tmp_path):
-    source = tmp_path / "page.md"
-    source.write_text(
-        "# own title\n\nA paragraph wrapped\nover two lines with `code`.\n\n- first item\n- second **bold** item\n\n"
-        "## Warnings\n\n| a | outcome |\n|---|---|\n| x<y | **equivalent** |\n"
-    )
-    tables.markdown_html(source, tmp_path / "page.html", "t: page")
+VOID = {"meta", "img", "br", "hr", "link", "input"}
+
+
+def unclosed(page: str) -> list[str]:
+    """Tags opened and not closed in order (an HTML element closed out of order included)."""
+    stack: list[str] = []
+    wrong: list[str] = []
+
+    class Parser(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: object) -> None:
+            if tag not in VOID:
+                stack.append(tag)
+
+        def handle_endtag(self, tag: str) -> None:
+            if stack and stack[-1] == tag:
+                stack.pop()
+            else:
+                wrong.append(f"</{tag}>")
+
+    Parser().feed(page)
+    return wrong + stack
+
+
+def test_one_document_renders_the_same_page_in_markdown_and_html(tmp_path):
+    doc = Document("t: page", [
+        Paragraph(["A paragraph wrapped\nover two lines with ", Code("code"), "."]),
+        BulletList(["first item", ["second ", Bold("bold"), " item"]]),
+        Heading("Warnings"),
+        Table(["a", "outcome"], [["x<y", Bold("equivalent")], ["p|q", "-"]]),
+    ])  # fmt: skip
+    md = md_render.render(doc)
+    assert md.startswith("# t: page\n\nA paragraph wrapped\nover two lines with `code`.\n\n- first item\n")
+    assert "- second **bold** item\n\n## Warnings\n\n| a | outcome |\n|---|---|\n| x<y | **equivalent** |\n" in md
+    assert "| p\\|q | - |" in md  # a pipe in a cell does not end it
+    html_render.write(doc, tmp_path / "page.html")
     page = (tmp_path / "page.html").read_text()
-    assert "own title" not in page  # the page's title replaces the file's
+    assert page.startswith("<!DOCTYPE html>") and "<title>t: page</title>" and "<h3>t: page</h3>" in page
     assert "<p>A paragraph wrapped over two lines with <code>code</code>.</p>" in page
     assert "<ul><li>first item</li><li>second <b>bold</b> item</li></ul>" in page
     assert "<h4>Warnings</h4>" in page and "<td>x&lt;y</td><td><b>equivalent</b></td>" in page
+    assert "border-collapse" in page  # the template's styles
+    assert unclosed(page) == []
+
+
+def test_landing_fragment_is_well_formed_and_escapes_what_it_shows():
+    info = CampaignInfo.from_dict({"name": "c&d", "records": 1, "benchmark": "b", "variables": []})
+    frag = tables.landing_fragment(info, {"hostname": "h<1>"}, "", ["a&b.csv"])
+    assert unclosed(frag) == [] and "<h2>c&amp;d</h2>" in frag
+    assert "No description." in frag and "h&lt;1&gt;" in frag and "<li><code>a&amp;b.csv</code></li>" in frag
 
 
 def test_a_median_campaign_names_the_order_statistic_interval_it_computes(tmp_path):
@@ -191,10 +232,9 @@ def test_a_median_campaign_names_the_order_statistic_interval_it_computes(tmp_pa
     pd.DataFrame([{"x": 1, "metric": "v", "n": 7, "median": 3.0, "median_ci_low": 0.0, "median_ci_high": 6.0,
                    "median_ci_method": used}]).to_csv(summary_csv, index=False)  # fmt: skip
     (tmp_path / "comparisons.csv").write_text("metric\n")
-    (tmp_path / "significant.md").write_text("")
-    out = {k: tmp_path / f"{k}.html" for k in ("landing", "machine", "summary", "comparisons", "significant")}
+    out = {k: tmp_path / f"{k}.html" for k in ("landing", "machine", "summary", "comparisons")}
     info = CampaignInfo.from_dict({"name": "med", "variables": ["x"], "statistics": c.data["statistics"]})
-    tables.write_pages(info, "", rows, summary_csv, tmp_path / "comparisons.csv", tmp_path / "significant.md", [], out)
+    tables.write_pages(info, "", rows, summary_csv, tmp_path / "comparisons.csv", [], out)
     page = out["summary"].read_text()
     assert "median with its 95 % confidence interval (exact order-statistic" in page
     for text in (caption, page):

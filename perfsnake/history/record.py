@@ -8,7 +8,6 @@ the invocation.
 
 from __future__ import annotations
 
-import html
 import json
 import sys
 from pathlib import Path
@@ -45,10 +44,12 @@ def record(campaign_dir: Path, url: str | None, strict: bool, out: Path, page: P
 
 def history_page(campaign: str, url: str, outcome: dict[str, object]) -> str:
     """The report's history page: the recent past on this machine, or why there is none."""
-    title = f"{campaign}: history"
-    parts = [f"<h1>{html.escape(title)}</h1>"]
+    from perfsnake.pages import html as html_render
+    from perfsnake.pages.model import Document, Figure, Paragraph, Preformatted
+
+    doc = Document(f"{campaign}: history")
     if not outcome.get("recorded"):
-        parts.append(f"<p>Not recorded in the results store: {html.escape(str(outcome.get('reason')))}.</p>")
+        doc.add(Paragraph(f"Not recorded in the results store: {outcome.get('reason')}."))
     else:
         try:
             from perfsnake.history import views
@@ -56,14 +57,14 @@ def history_page(campaign: str, url: str, outcome: dict[str, object]) -> str:
 
             frame = Store.open(url, create=False).frame(campaign)
             metric = (views.metrics_of(frame) or ["wall_s"])[0]
-            parts.append(f"<p>Store {html.escape(describe(url))}; metric {html.escape(metric)}.</p>")
-            parts.append(f"<pre>{html.escape(views.show(frame, campaign, metric))}</pre>")
+            doc.add(Paragraph(f"Store {describe(url)}; metric {metric}."))
+            doc.add(Preformatted(views.show(frame, campaign, metric)))
             chart = views.figure(frame, metric)
             if chart is not None:
                 import vl_convert
 
-                parts.append(vl_convert.vegalite_to_svg(chart.to_json()))
+                svg = vl_convert.vegalite_to_svg(chart.to_json())
+                doc.add(Figure(f"{metric} over the recorded invocations", data=svg.encode()))
         except (StoreError, OSError, ValueError) as exc:
-            parts.append(f"<p>The store could not be read: {html.escape(str(exc))}.</p>")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
-            f"<body style='font-family: sans-serif'>{''.join(parts)}</body></html>\n")  # fmt: skip
+            doc.add(Paragraph(f"The store could not be read: {exc}."))
+    return html_render.render(doc)

@@ -26,6 +26,9 @@ from perfsnake import floor, gates, layout, why
 from perfsnake.contract import CampaignInfo
 from perfsnake.escape import record_path, value_text
 from perfsnake.machine.monitor import THRESHOLD
+from perfsnake.pages import html as html_render
+from perfsnake.pages import markdown as md_render
+from perfsnake.pages.model import BulletList, Document, Heading, Paragraph
 from perfsnake.statistics.modes import two_modes
 from perfsnake.statistics.records import numeric_metrics, pairs, record_key, samples_by_record, write_csv
 from perfsnake.statistics.summaries import spread_flags, summarise, trend
@@ -197,19 +200,33 @@ def write_significant(
     summary: list[dict[str, object]] | None = None,
     verdicts: list[dict[str, object]] | None = None,
     adjacent: list[dict[str, object]] | None = None,
+    page: Path | None = None,
 ) -> None:
-    """A short Markdown list of the significant differences, largest first
-    (those `profile_differences` explains say where), then the records with
-    stability warnings."""
+    """significant.md (and its report page): the significant differences,
+    largest first (those `profile_differences` explains say where), then the
+    records with stability warnings."""
+    doc = significant_document(rows, campaign, summary, verdicts, adjacent)
+    md_render.write(doc, path)
+    if page is not None:
+        html_render.write(doc, page)
+
+
+def significant_document(
+    rows: list[dict[str, object]],
+    campaign: str,
+    summary: list[dict[str, object]] | None = None,
+    verdicts: list[dict[str, object]] | None = None,
+    adjacent: list[dict[str, object]] | None = None,
+) -> Document:
     sig = sorted(
         (r for r in rows if r["significant"]),
         key=lambda r: (
             -abs(float(r["relative_difference"]) if r["relative_difference"] == r["relative_difference"] else 0)  # type: ignore[arg-type]
         ),
     )
-    lines = [f"# {campaign}: significant differences", ""]
+    doc = Document(f"{campaign}: significant differences")
     if not rows:
-        lines.append("No pair of records could be compared (each needs at least two ok runs).")
+        doc.add(Paragraph("No pair of records could be compared (each needs at least two ok runs)."))
     else:
         correction = str(rows[0].get("correction", "none"))
         how = {
@@ -218,44 +235,46 @@ def write_significant(
         }.get(correction, "uncorrected")
         raw = sum(float(r["p_value"]) < float(r["alpha"]) for r in rows)  # type: ignore[arg-type]
         noise = sum(r.get("layout_noise") == floor.WITHIN for r in sig)
-        lines.append(
+        doc.add(Paragraph(
             f"{len(sig)} of {len(rows)} comparisons significant on {how} p-values ({raw} before correction)"
             + (f"; {noise} of them {floor.WITHIN}." if noise else ".")
+        ))  # fmt: skip
+    items = [
+        f"{r['metric']}: {r['variable']} {r['b']} vs {r['a']} ({r['fixed'] or 'no other variable'}): "
+        f"{float(r['relative_difference']):+.2%}, p = {float(r['p_value']):.3g}, adjusted p = {float(r.get('p_adjusted', r['p_value'])):.3g}, "  # type: ignore[arg-type]
+        f"difference CI [{float(r['diff_ci_low']):.4g}, {float(r['diff_ci_high']):.4g}]"  # type: ignore[arg-type]
+        + (" - why: differential profile in why/why.md" if r.get("profile") else "")
+        + (
+            f" - {floor.WITHIN} (floors {float(r['floor_a']):.2%} and {float(r['floor_b']):.2%})"  # type: ignore[arg-type]
+            if r.get("layout_noise") == floor.WITHIN
+            else ""
         )
-        lines.append("")
-    for r in sig:
-        lines.append(
-            f"- {r['metric']}: {r['variable']} {r['b']} vs {r['a']} ({r['fixed'] or 'no other variable'}): "
-            f"{float(r['relative_difference']):+.2%}, p = {float(r['p_value']):.3g}, adjusted p = {float(r.get('p_adjusted', r['p_value'])):.3g}, "  # type: ignore[arg-type]
-            f"difference CI [{float(r['diff_ci_low']):.4g}, {float(r['diff_ci_high']):.4g}]"  # type: ignore[arg-type]
-            + (" - why: differential profile in why/why.md" if r.get("profile") else "")
-            + (
-                f" - {floor.WITHIN} (floors {float(r['floor_a']):.2%} and {float(r['floor_b']):.2%})"  # type: ignore[arg-type]
-                if r.get("layout_noise") == floor.WITHIN
-                else ""
-            )
-        )
+        for r in sig
+    ]
+    if items:
+        doc.add(BulletList(items))
     if adjacent:
-        lines += ["", "## Adjacent versions", "", "Each version against the one before it (range order):", ""]
-    for r in adjacent or []:
-        mark = "significant" if r["significant"] else "not significant"
-        lines.append(
-            f"- {r['metric']}: {r['a']} -> {r['b']} ({r['fixed'] or 'no other variable'}): "
+        doc.add(Heading("Adjacent versions"), Paragraph("Each version against the one before it (range order):"))
+        doc.add(BulletList([
+            f"{r['metric']}: {r['a']} -> {r['b']} ({r['fixed'] or 'no other variable'}): "
             f"{float(r['relative_difference']):+.2%}, difference CI [{float(r['diff_ci_low']):.4g}, "  # type: ignore[arg-type]
-            f"{float(r['diff_ci_high']):.4g}], adjusted p = {float(r.get('p_adjusted', r['p_value'])):.3g} ({mark})"  # type: ignore[arg-type]
-        )
+            f"{float(r['diff_ci_high']):.4g}], adjusted p = {float(r.get('p_adjusted', r['p_value'])):.3g} "  # type: ignore[arg-type]
+            f"({'significant' if r['significant'] else 'not significant'})"
+            for r in adjacent
+        ]))  # fmt: skip
     if verdicts:
         counts = {v: sum(g["verdict"] == v for g in verdicts) for v in gates.VERDICTS}
-        lines += ["", "## Reference gates", "", ", ".join(f"{n} {v}" for v, n in counts.items()) + ".", ""]
-        for g in sorted(verdicts, key=lambda g: -gates.VERDICTS.index(str(g["verdict"]))):
-            lines.append(f"- {str(g['verdict']).upper()}: {gates.gate_line(g)}")
+        doc.add(Heading("Reference gates"), Paragraph(", ".join(f"{n} {v}" for v, n in counts.items()) + "."))
+        ordered = sorted(verdicts, key=lambda g: -gates.VERDICTS.index(str(g["verdict"])))
+        doc.add(BulletList([f"{str(g['verdict']).upper()}: {gates.gate_line(g)}" for g in ordered]))
     flagged = [r for r in summary or [] if r.get("flags")]
     if flagged:
-        lines += ["", "## Stability warnings", ""]
-        for r in flagged:
-            record = ", ".join(f"{k}={v}" for k, v in r.items() if k not in SUMMARY_FIELDS) or "the campaign"
-            lines.append(f"- {r['metric']} ({record}): {r['flags']}")
-    path.write_text("\n".join(lines) + "\n")
+        doc.add(Heading("Stability warnings"))
+        doc.add(BulletList([
+            f"{r['metric']} ({', '.join(f'{k}={v}' for k, v in r.items() if k not in SUMMARY_FIELDS) or 'the campaign'}): {r['flags']}"
+            for r in flagged
+        ]))  # fmt: skip
+    return doc
 
 
 def gate_rows(
@@ -281,8 +300,10 @@ def analyse(
     gates_out: Path | None = None,
     baselines: Mapping[str, list[dict]] | None = None,
     floors: Mapping[tuple[str, str], float] | None = None,
+    significant_page: Path | None = None,
 ) -> None:
-    """`floors`: the layout noise floor per (record path, metric) (noise_floor.csv)."""
+    """`floors`: the layout noise floor per (record path, metric) (noise_floor.csv);
+    `significant_page`: significant.md's report page."""
     variables = list(info.variables)
     rows = summary_rows(results, info)
     verdicts = gate_rows(results, info, baselines)
@@ -319,6 +340,7 @@ def analyse(
         [{**{v: r[v] for v in variables}, "metric": r["metric"], "flags": r["flags"]} for r in rows],
         verdicts,
         adjacent_versions(comps, info),
+        significant_page,
     )
 
 

@@ -5,13 +5,15 @@ bisect.md. The decision itself is perfsnake.bisect."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfsnake import bisect, versions
 from perfsnake.contract import Statistics
 from perfsnake.escape import value_text
+from perfsnake.pages import markdown as md_render
+from perfsnake.pages.model import Bold, BulletList, Code, Document, Heading, Inline, Paragraph, Table, Text
 from perfsnake.stages.precision import metric_values
 
 if TYPE_CHECKING:
@@ -110,7 +112,7 @@ def write_report(index: CampaignIndex, name: str, final: str, output: str) -> No
     decision = json.loads(Path(final).read_text())
     order = ordered_versions(c)
     metric, threshold = spec["metric"], float(spec["threshold"])
-    lines = [f"# {name}: bisection of {metric} over {len(order)} commits ({order[0]}..{order[-1]})", ""]
+    doc = Document(f"{name}: bisection of {metric} over {len(order)} commits ({order[0]}..{order[-1]})")
     verdict = str(decision.get("verdict"))
     range_spec = c.data["variables"][spec["variable"]]
     if verdict == "changed":
@@ -120,28 +122,41 @@ def write_report(index: CampaignIndex, name: str, final: str, output: str) -> No
         change = bisect.compare(
             values[previous], values[first], threshold, alpha=float(Statistics.from_dict(c.data["statistics"]).alpha)
         )
-        lines += [f"**First commit that changed {metric}: `{first}`** ({subject})", "",
-                  f"- against `{previous}`, the commit before it: {_pct(change['relative'])} "
-                  f"(mean {change['mean_a']:.4g} -> {change['mean_b']:.4g}, difference "
-                  f"[{change['diff_ci_low']:.4g}, {change['diff_ci_high']:.4g}], p = {change['p_value']:.2g})"]  # fmt: skip
+        doc.add(Paragraph([Bold(f"First commit that changed {metric}: ", Code(first)), f" ({subject})"]))
+        doc.add(BulletList([["against ", Code(previous), f", the commit before it: {_pct(change['relative'])} "
+                             f"(mean {change['mean_a']:.4g} -> {change['mean_b']:.4g}, difference "
+                             f"[{change['diff_ci_low']:.4g}, {change['diff_ci_high']:.4g}], p = {change['p_value']:.2g})"]]))  # fmt: skip
     elif verdict == "no change":
         ends = decision["steps"][-1]["ends"]
-        lines += [f"**No change of {metric} by {threshold:.0%} or more shown between the ends** "
-                  f"({_pct(ends['relative'])}, p = {float(ends['p_value']):.2g}"
-                  + (": a difference this large that is not significant needs more runs (nb_runs)" if abs(float(ends["relative"])) >= threshold else "")
-                  + ")."]  # fmt: skip
+        doc.add(Paragraph([Bold(f"No change of {metric} by {threshold:.0%} or more shown between the ends"),
+                           f" ({_pct(ends['relative'])}, p = {float(ends['p_value']):.2g}"
+                           + (": a difference this large that is not significant needs more runs (nb_runs)" if abs(float(ends["relative"])) >= threshold else "")
+                           + ")."]))  # fmt: skip
     else:
-        lines += [f"**{verdict}**"]
-    lines += ["", f"## Steps ({len(decision['steps'])}; at most {bisect.max_steps(len(order))} for {len(order)} commits)", "",
-              "| step | measured | decision |", "|---|---|---|"]  # fmt: skip
+        doc.add(Paragraph(Bold(verdict)))
+    doc.add(
+        Heading(f"Steps ({len(decision['steps'])}; at most {bisect.max_steps(len(order))} for {len(order)} commits)")
+    )
+    steps: list[list[Text]] = []
     for s in decision["steps"]:
+        what: list[Inline]
         if "ends" in s:
-            what = f"ends differ by {_pct(s['ends']['relative'])} (p = {float(s['ends']['p_value']):.2g})"
+            what = [f"ends differ by {_pct(s['ends']['relative'])} (p = {float(s['ends']['p_value']):.2g})"]
         else:
-            what = (f"`{s['version']}` is like the {s['like']} end ({_pct(s['vs_old']['relative'])} from the old, "
-                    f"{_pct(s['vs_new']['relative'])} to the new){' (ambiguous: the closer end decided)' if s['ambiguous'] else ''}")  # fmt: skip
-        lines.append(f"| {s['step']} | {', '.join(f'`{v}`' for v in s['measured'])} | {what} |")
+            what = [Code(s["version"]), f" is like the {s['like']} end ({_pct(s['vs_old']['relative'])} from the old, "
+                    f"{_pct(s['vs_new']['relative'])} to the new){' (ambiguous: the closer end decided)' if s['ambiguous'] else ''}"]  # fmt: skip
+        steps.append([str(s["step"]), _codes(s["measured"]), what])
+    doc.add(Table(["step", "measured", "decision"], steps))
     measured = sorted(decision["values"], key=order.index)
-    lines += ["", f"Runs: {sum(len(v) for v in decision['values'].values())} of {len(measured)} commits "
-              f"({', '.join(f'`{v}`' for v in measured)}); every step's runs interleaved with new runs of both ends."]  # fmt: skip
-    Path(output).write_text("\n".join(lines) + "\n")
+    doc.add(Paragraph([f"Runs: {sum(len(v) for v in decision['values'].values())} of {len(measured)} commits (",
+                       *_codes(measured), "); every step's runs interleaved with new runs of both ends."]))  # fmt: skip
+    md_render.write(doc, Path(output))
+
+
+def _codes(names: Sequence[str]) -> list[Inline]:
+    """Commits as code, comma-separated."""
+    out: list[Inline] = []
+    for i, n in enumerate(names):
+        out += [", "] if i else []
+        out.append(Code(n))
+    return out

@@ -194,10 +194,15 @@ DECISION_COLUMNS = (
 
 
 def write_decisions(
-    index: CampaignIndex, name: str, decision_file: str, csv_file: str, md_file: str, log_file: str
-) -> None:
-    """decisions.csv and decisions.md from the last round's decision."""
+    index: CampaignIndex, name: str, decision_file: str, csv_file: str, md_file: str, log_file: str,
+    page_file: str | None = None,
+) -> None:  # fmt: skip
+    """decisions.csv, decisions.md and its report page from the last round's decision."""
     import csv
+
+    from perfsnake.pages import html as html_render
+    from perfsnake.pages import markdown as md_render
+    from perfsnake.pages.model import Bold, Code, Document, Paragraph, Table
 
     decision = json.loads(Path(decision_file).read_text())
     rows = decision["comparisons"]
@@ -209,26 +214,23 @@ def write_decisions(
     spec = decision.get("design") or index.campaigns[name].precision or {}
     runs = sum(len(r["runs"]) for r in decision["records"].values())
     counts = {o: sum(r["outcome"] == o for r in rows) for o in decide.OUTCOMES}
-    lines = [
-        f"# {name}: decided in the fewest runs",
-        "",
-        f"{len(rows)} comparisons of `{spec.get('metric')}` (min_effect {float(spec.get('min_effect', 0)):.1%}, "
-        f"power {spec.get('power')}, variance estimate `{spec.get('variance')}`) after {decision['round']} rounds, {runs} runs, "
-        f"{float(decision['spent_s']):.0f} s of runs: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + ".",
-        "",
-        'A group-sequential design (perfsnake.statistics.decide) looked after each round: a wrong "different" or a wrong',
-        '"equivalent" is at most 5 % likely despite the looks. The interval is the 90 % one of the difference',
-        "(b - a), the two one-sided tests' own; undecided says why.",
-        "",
-        "| a | b | outcome | pairs | difference | 90 % interval | +-min_effect | why undecided |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['record_a']} | {r['record_b']} | **{r['outcome']}** | {r['pairs']} | {_number(r['difference'])} | "
-            f"[{_number(r['low'])}, {_number(r['high'])}] | {_number(r['min_effect'])} | {r['reason']} |"
-        )
-    Path(md_file).write_text("\n".join(lines) + "\n")
+    doc = Document(f"{name}: decided in the fewest runs", [
+        Paragraph([f"{len(rows)} comparisons of ", Code(str(spec.get("metric"))),
+                   f" (min_effect {float(spec.get('min_effect', 0)):.1%}, power {spec.get('power')}, variance estimate ",
+                   Code(str(spec.get("variance"))), f") after {decision['round']} rounds, {runs} runs, "
+                   f"{float(decision['spent_s']):.0f} s of runs: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + "."]),
+        Paragraph('A group-sequential design (perfsnake.statistics.decide) looked after each round: a wrong "different" or a wrong\n'
+                  '"equivalent" is at most 5 % likely despite the looks. The interval is the 90 % one of the difference\n'
+                  "(b - a), the two one-sided tests' own; undecided says why."),
+        Table(["a", "b", "outcome", "pairs", "difference", "90 % interval", "+-min_effect", "why undecided"], [
+            [str(r["record_a"]), str(r["record_b"]), Bold(str(r["outcome"])), str(r["pairs"]), _number(r["difference"]),
+             f"[{_number(r['low'])}, {_number(r['high'])}]", _number(r["min_effect"]), str(r["reason"])]
+            for r in rows
+        ]),
+    ])  # fmt: skip
+    md_render.write(doc, Path(md_file))
+    if page_file is not None:
+        html_render.write(doc, Path(page_file))
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
     Path(log_file).write_text(f"{len(rows)} decisions written\n")
 
@@ -308,3 +310,21 @@ def round_inputs(index: CampaignIndex, decision_file: DecisionFile, name: str, r
     if round_number == 1:
         return index.rounds.run_targets(name)
     return index.rounds.plan_targets(name, decisions(index, decision_file, name, upto=round_number)[0])
+
+
+def batch_markers(index: CampaignIndex, decision_file: DecisionFile, name: str, upto: int | None = None) -> list[str]:
+    """A batched campaign's markers in place of round_inputs (`upto`: a round's)
+    or collect_inputs (None): the first plan's batches, then those of the runs
+    each round read added (the chain `decisions` follows)."""
+    markers = index.batches.first_markers(name)
+    if index.campaigns[name].precision is None:
+        return markers
+    round_number = 1
+    while upto is None or round_number < upto:
+        decision = json.loads(Path(decision_file(name, round_number)).read_text())
+        added = {path: r["add"] for path, r in decision["records"].items() if r["add"]}
+        markers += index.batches.markers(name, round_number + 1, added)
+        if decision["done"]:
+            break
+        round_number += 1
+    return markers

@@ -11,14 +11,28 @@ workflow is parsed (captions are built at parse time).
 
 from __future__ import annotations
 
-import html
 import math
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfsnake.contract import CampaignInfo, Statistics
+from perfsnake.pages import html as html_render
+from perfsnake.pages import latex as latex_render
+from perfsnake.pages import markdown as md_render
+from perfsnake.pages import org as org_render
+from perfsnake.pages.model import (
+    Align,
+    Bold,
+    BulletList,
+    Code,
+    Document,
+    Figure,
+    Heading,
+    Paragraph,
+    Preformatted,
+    Table,
+)
 
 # numpy only (already loaded when the workflow is parsed); no pandas.
 from perfsnake.statistics import speedup
@@ -126,11 +140,15 @@ def summary_table(summary: pd.DataFrame, info: CampaignInfo) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def paste_table(table: pd.DataFrame) -> Table:
+    """The summary's rows as a page-model table: labels left, numbers right."""
+    left = _text_columns(table)
+    align: list[Align] = ["left" if i < left else "right" for i in range(len(table.columns))]
+    return Table([str(c) for c in table.columns], [[str(v) for v in r] for r in table.itertuples(index=False)], align)
+
+
 def markdown(table: pd.DataFrame) -> str:
-    head = "| " + " | ".join(str(c) for c in table.columns) + " |"
-    rule = "|" + "|".join(":---" if i < _text_columns(table) else "---:" for i in range(len(table.columns))) + "|"
-    rows = ["| " + " | ".join(str(v).replace("|", "\\|") for v in r) + " |" for r in table.itertuples(index=False)]
-    return "\n".join([head, rule, *rows]) + "\n"
+    return md_render.table(paste_table(table)) + "\n"
 
 
 def _text_columns(table: pd.DataFrame) -> int:
@@ -139,53 +157,16 @@ def _text_columns(table: pd.DataFrame) -> int:
     return cols.index("metric") + 1 if "metric" in cols else 1
 
 
-LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
-
-
-def latex_text(text: object) -> str:
-    out = "".join(LATEX_SPECIAL.get(ch, ch) for ch in str(text))
-    return out.replace("±", r"$\pm$")
+#: LaTeX's escaping of plain text (the tables to paste use it for their caption too).
+latex_text = latex_render.text
 
 
 def latex(table: pd.DataFrame, caption: str) -> str:
-    left = _text_columns(table)
-    spec = "l" * left + "r" * (len(table.columns) - left)
-    lines = [
-        r"% needs \usepackage{booktabs}",
-        r"\begin{table}",
-        r"  \centering",
-        f"  \\caption{{{latex_text(caption)}}}",
-        f"  \\begin{{tabular}}{{{spec}}}",
-        r"    \toprule",
-        "    " + " & ".join(latex_text(c) for c in table.columns) + r" \\",
-        r"    \midrule",
-        *("    " + " & ".join(latex_text(v) for v in r) + r" \\" for r in table.itertuples(index=False)),
-        r"    \bottomrule",
-        r"  \end{tabular}",
-        r"\end{table}",
-    ]
-    return "\n".join(lines) + "\n"
+    return latex_render.table(paste_table(table), caption)
 
 
 def org(table: pd.DataFrame) -> str:
-    def cells(values: Sequence[object]) -> str:
-        return "| " + " | ".join(str(v).replace("|", "\\vert{}").replace("±", "+-") for v in values) + " |"
-
-    rule = "|" + "+".join("-" * (len(str(c)) + 2) for c in table.columns) + "|"
-    return (
-        "\n".join([cells(list(table.columns)), rule, *(cells(list(r)) for r in table.itertuples(index=False))]) + "\n"
-    )
+    return org_render.table(paste_table(table))
 
 
 def write_summary_tables(summary_csv: Path, info: CampaignInfo, md: Path, tex: Path, org_path: Path) -> None:
@@ -204,31 +185,19 @@ def write_summary_tables(summary_csv: Path, info: CampaignInfo, md: Path, tex: P
     Path(org_path).write_text(org(table))
 
 
-# ---- HTML pages for snakemake --report -------------------------------------
-STYLE = """<style>
-body{font-family:system-ui,sans-serif;margin:1em;color:#222}
-table{border-collapse:collapse;font-size:13px}
-th,td{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
-th{background:#f3f3f3;position:sticky;top:0}
-td:first-child,th:first-child{text-align:left}
-tr.sig td{background:#fff4d6}
-caption{caption-side:top;text-align:left;font-weight:bold;padding:4px 0}
-</style>"""
+# ---- HTML pages for snakemake --report (perfsnake.pages renders them) -----
+def cell_text(v: object) -> str:
+    """A table cell of a CSV page: compact numbers, nothing for a missing value."""
+    if v is None or (isinstance(v, float) and v != v):
+        return ""
+    if isinstance(v, float):
+        return number(v)
+    return str(v)
 
 
-def html_page(title: str, body: str) -> str:
-    return f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>{STYLE}</head><body>\n<h3>{html.escape(title)}</h3>\n{body}\n</body></html>\n"
-
-
-def frame_html(frame: pd.DataFrame) -> str:
-    """pandas' HTML table with compact numbers."""
-    import pandas as pd
-
-    shown = frame.copy()
-    for col in shown.columns:
-        if pd.api.types.is_float_dtype(shown[col]):
-            shown[col] = shown[col].map(lambda v: number(v) if v == v else "")
-    return shown.to_html(index=False, border=0, na_rep="", escape=True)
+def frame_table(frame: pd.DataFrame) -> Table:
+    """A DataFrame as a table of the page model."""
+    return Table([str(c) for c in frame.columns], [[cell_text(v) for v in r] for r in frame.itertuples(index=False)])
 
 
 def write_compare_page(
@@ -242,8 +211,6 @@ def write_compare_page(
     (records with a significant difference first)."""
     import pandas as pd
 
-    items = "".join(f"<li>side {i + 1}: {html.escape(str(s.label))}</li>" for i, s in enumerate(sides))
-    diff = frame_html(pd.DataFrame(differences)) if differences else "<p>Nothing in the metadata differs.</p>"
     shown = table.drop(columns=["label"], errors="ignore")
     if "significant" in shown:
         # A record's sides stay together; records with a significant difference first.
@@ -252,15 +219,22 @@ def write_compare_page(
         shown = shown.assign(_later=~flag.groupby([shown[k] for k in keys]).transform("any"))
         shown = shown.sort_values("_later", kind="stable").drop(columns="_later")
         shown["significant"] = shown["significant"].map(lambda v: "" if v is None or v != v else str(v))
-    verdict = (f"<p><b>Machine state differs</b>: {html.escape(', '.join(state))}; significant differences are "
-               "marked \"machine state differs\".</p>" if state else "<p>Machine state: the same on every side.</p>")  # fmt: skip
-    body = (f"<ol style='list-style:none;padding:0'>{items}</ol>{verdict}<h4>What differs between the sides</h4>{diff}"
-            f"<h4>Per record and metric (ratio to side 1, Holm-adjusted p; significant rows first)</h4>{frame_html(shown)}")  # fmt: skip
-    out.write_text(html_page(f"{sides[-1].campaign}: compared with earlier results", body))
+    doc = Document(f"{sides[-1].campaign}: compared with earlier results")
+    doc.add(BulletList([f"side {i + 1}: {s.label}" for i, s in enumerate(sides)], markers=False))
+    doc.add(
+        Paragraph([Bold("Machine state differs"), f": {', '.join(state)}; significant differences are marked "
+                   '"machine state differs".'])
+        if state else Paragraph("Machine state: the same on every side.")
+    )  # fmt: skip
+    doc.add(Heading("What differs between the sides"))
+    doc.add(frame_table(pd.DataFrame(differences)) if differences else Paragraph("Nothing in the metadata differs."))
+    doc.add(Heading("Per record and metric (ratio to side 1, Holm-adjusted p; significant rows first)"))
+    doc.add(frame_table(shown))
+    html_render.write(doc, out)
 
 
-def csv_html(source: Path, out: Path, title: str, significant_first: bool = False) -> None:
-    """A CSV of the analysis as an HTML page (significant rows first on request)."""
+def csv_page(source: Path, title: str, significant_first: bool = False) -> Document:
+    """A CSV of the analysis as a page (significant rows first on request)."""
     import pandas as pd
 
     try:
@@ -269,57 +243,12 @@ def csv_html(source: Path, out: Path, title: str, significant_first: bool = Fals
         frame = pd.DataFrame()
     if significant_first and "significant" in frame:
         frame = frame.sort_values("significant", ascending=False, kind="stable")
-    body = (
-        frame_html(frame) if len(frame) else "<p>No rows (fewer than two runs per record, or nothing to compare).</p>"
-    )
-    Path(out).write_text(html_page(title, body))
+    empty = Paragraph("No rows (fewer than two runs per record, or nothing to compare).")
+    return Document(title, [frame_table(frame) if len(frame) else empty])
 
 
-def _inline(text: str) -> str:
-    """Escaped, with the Markdown the pages' sources use: **bold** and `code`."""
-    text = html.escape(text)
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", text))
-
-
-def markdown_html(source: Path, out: Path, title: str) -> None:
-    """A Markdown page (significant.md, decisions.md) as an HTML page: its
-    paragraphs and its table; its own title line gives way to the page's."""
-    lines = [ln for ln in Path(source).read_text().splitlines() if not ln.startswith("# ")]
-    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines if line.startswith("|")]
-    rows = [r for r in rows if not all(set(c) <= set(":-") for c in r)]
-    # Blocks: a heading, list items (one each), or a paragraph of consecutive prose lines.
-    text: list[str] = []
-    current: list[str] = []
-    items: list[str] = []
-
-    def flush() -> None:
-        if current:
-            text.append(f"<p>{_inline(' '.join(current))}</p>")
-            current.clear()
-        if items:
-            text.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in items) + "</ul>")
-            items.clear()
-
-    for line in [*lines, ""]:
-        if line.startswith("#"):
-            flush()
-            text.append(f"<h4>{_inline(line.lstrip('#').strip())}</h4>")
-        elif line.startswith("- "):
-            if current:
-                flush()
-            items.append(line[2:])
-        elif line.strip() and not line.startswith("|"):
-            if items:
-                flush()
-            current.append(line.strip())
-        else:
-            flush()
-    table = ""
-    if rows:
-        head = "".join(f"<th>{_inline(c)}</th>" for c in rows[0])
-        body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
-        table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-    Path(out).write_text(html_page(title, "\n".join(text) + table))
+def write_csv_page(source: Path, out: Path, title: str, significant_first: bool = False) -> None:
+    html_render.write(csv_page(source, title, significant_first), out)
 
 
 # ---- captions (parse time: no pandas) --------------------------------------
@@ -394,17 +323,13 @@ COUNT_KEYS = (
 )
 
 
-def _rows_table(pairs: Sequence[tuple[str, object]]) -> str:
-    body = "".join(
-        f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td style='text-align:left'>{html.escape(str(v))}</td></tr>"
-        for k, v in pairs
-    )
-    return f"<table>{body}</table>"
+def _pairs_table(pairs: Sequence[tuple[str, object]]) -> Table:
+    """Keys and values, one row each."""
+    return Table(None, [[str(k), str(v)] for k, v in pairs], align=["left", "left"], row_headers=True)
 
 
 def landing_fragment(info: CampaignInfo, metadata: Mapping[str, object], description: str, files: Sequence[str]) -> str:
     """One campaign on the report's landing page: description, counts, machine, files."""
-    name = info.name
     imported = info.imported or {}
     counts = [
         ("records", info.records),
@@ -421,25 +346,36 @@ def landing_fragment(info: CampaignInfo, metadata: Mapping[str, object], descrip
         if imported
         else [(k, metadata[k]) for k in MACHINE_KEYS if k in metadata]
     )
-    where = "".join(f"<li><tt>{html.escape(f)}</tt></li>" for f in files)
     # One line of the machine, the whole table a click away: with several
     # campaigns from one machine the page would repeat it in full for each.
     facts = dict(machine)
     shown = {"hostname": "{}", "cpu_model": "{}", "online_cpus": "CPUs {}", "os_release": "{}"}
     gist = ", ".join(form.format(facts[k]) for k, form in shown.items() if k in facts)
-    return (
-        f"<h2>{html.escape(name)}</h2>\n<p>{html.escape(description or 'No description.')}</p>\n"
-        f"<div><h4>Counts</h4>{_rows_table(counts)}</div>\n"
-        f"<details><summary><b>Machine</b>: {html.escape(gist or 'not recorded')}</summary>{_rows_table(machine)}</details>\n"
-        f"<h4>Files (under <tt>results/{html.escape(name)}/</tt>)</h4><ul>{where}</ul>\n"
-    )
+    return html_render.fragment("landing.html", {
+        "name": info.name, "description": description or "No description.", "gist": gist or "not recorded",
+        "counts": _pairs_table(counts), "machine": _pairs_table(machine), "files": BulletList([Code(f) for f in files]),
+    })  # fmt: skip
+
+
+def summary_page(info: CampaignInfo, summary: pd.DataFrame, tables: Sequence[Path]) -> Document:
+    """The statistic per record and metric, every column of summary.csv, the tables to paste."""
+    paste = summary_table(summary, info)
+    doc = Document(f"{info.name}: summary", [Paragraph(f"{interval_kind(info.statistics)}, per record and metric.")])
+    doc.add(frame_table(paste) if len(paste) else Paragraph("No summary rows."))
+    doc.add(Heading("Every column of summary.csv"))
+    if len(summary):
+        doc.add(frame_table(summary))
+    for t in tables:
+        doc.add(Heading(Code(Path(t).name)), Preformatted(Path(t).read_text()))
+    return doc
 
 
 def write_pages(
     info: CampaignInfo, description: str, rows_json: Path, summary_csv: Path, comparisons_csv: Path,
-    significant_md: Path, tables: Sequence[Path], out: Mapping[str, Path],
+    tables: Sequence[Path], out: Mapping[str, Path],
 ) -> None:  # fmt: skip
-    """The landing fragment and the machine, summary, comparisons and significant pages."""
+    """The landing fragment and the machine, summary and comparisons pages
+    (the analysis writes the significant differences' page with significant.md)."""
     import json
 
     import pandas as pd
@@ -452,22 +388,15 @@ def write_pages(
         files += ["runs/<record>/run-<i>/ (stdout, stderr, result.json)", "commands.sh"]
     Path(out["landing"]).write_text(landing_fragment(info, metadata, description, files))
     machine = [(k, v) for k, v in metadata.items() if k not in ("metric_units",)]
-    Path(out["machine"]).write_text(html_page(f"{name}: machine and run metadata", _rows_table(machine)))
+    html_render.write(Document(f"{name}: machine and run metadata", [_pairs_table(machine)]), out["machine"])
     try:
         summary = pd.read_csv(summary_csv, keep_default_na=False, na_values=[""])
     except pd.errors.EmptyDataError:
         summary = pd.DataFrame(columns=["metric", "n"])
-    paste = summary_table(summary, info)
-    blocks = "".join(
-        f"<h4><code>{html.escape(Path(t).name)}</code></h4><pre>{html.escape(Path(t).read_text())}</pre>"
-        for t in tables
+    html_render.write(summary_page(info, summary, tables), out["summary"])
+    write_csv_page(
+        comparisons_csv, out["comparisons"], f"{name}: comparisons (significant first)", significant_first=True
     )
-    body = (f"<p>{html.escape(interval_kind(info.statistics))}, per record and metric.</p>"
-            + (paste.to_html(index=False, border=0) if len(paste) else "<p>No summary rows.</p>")
-            + "<h4>Every column of summary.csv</h4>" + (frame_html(summary) if len(summary) else "") + blocks)  # fmt: skip
-    Path(out["summary"]).write_text(html_page(f"{name}: summary", body))
-    csv_html(comparisons_csv, out["comparisons"], f"{name}: comparisons (significant first)", significant_first=True)
-    markdown_html(significant_md, out["significant"], f"{name}: significant differences")
 
 
 def record_label(values: Mapping[str, object], shown: Sequence[str]) -> str:
@@ -503,16 +432,31 @@ def flame_entries(campaign: Campaign, targets: Sequence[str]) -> list[dict[str, 
     return out
 
 
-def write_flamegraph_page(entries: Sequence[Mapping[str, str]], out: Path, title: str) -> None:
-    """Every flame graph embedded (inferno's search and zoom work inside its frame)."""
-    import base64
+def svg_height(raw: bytes) -> int | None:
+    """The height an SVG declares on its root element, in pixels."""
+    import xml.etree.ElementTree as ET
 
-    parts = []
+    try:
+        height = ET.fromstring(raw).get("height", "")
+        return int(float(height.removesuffix("px")))
+    except (ET.ParseError, ValueError):
+        return None
+
+
+def flamegraph_page(entries: Sequence[Mapping[str, str]], title: str) -> Document:
+    """Every flame graph embedded in a frame (inferno's search and zoom work inside it)."""
+    doc = Document(title)
     for e in entries:
         raw = Path(e["path"]).read_bytes()
-        data = base64.b64encode(raw).decode()
-        size = re.search(rb'<svg[^>]*?height="([0-9.]+)', raw)
-        height = min(int(float(size.group(1))) + 24, 1600) if size else 520
-        parts.append(f"<h4>{html.escape(e['title'])}</h4><p><code>{html.escape(e['path'])}</code></p>"
-                     f"<iframe src='data:image/svg+xml;base64,{data}' style='width:100%;height:{height}px;border:1px solid #ccc'></iframe>")  # fmt: skip
-    Path(out).write_text(html_page(title, "\n".join(parts) or "<p>No flame graphs.</p>"))
+        height = svg_height(raw)
+        doc.add(Heading(e["title"]), Paragraph(Code(e["path"])))
+        doc.add(
+            Figure(e["title"], path=e["path"], data=raw, frame=True, height=min(height + 24, 1600) if height else 520)
+        )
+    if not entries:
+        doc.add(Paragraph("No flame graphs."))
+    return doc
+
+
+def write_flamegraph_page(entries: Sequence[Mapping[str, str]], out: Path, title: str) -> None:
+    html_render.write(flamegraph_page(entries, title), out)

@@ -4,15 +4,16 @@ symbol tables of their profiles and the page that puts them together
 
 from __future__ import annotations
 
-import base64
 import csv
-import html
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfsnake import layout, why
+from perfsnake.pages import html as html_render
+from perfsnake.pages import markdown as md_render
+from perfsnake.pages.model import Cell, Code, Document, Figure, Heading, Paragraph, Table, Text
 
 if TYPE_CHECKING:
     from perfsnake.planning import CampaignIndex
@@ -70,57 +71,48 @@ def _table(path: Path) -> list[dict[str, str]]:
 
 def write_report(name: str, pairs_file: Path, spec: Mapping[str, object], md: Path, page: Path) -> None:
     """why.md and the report page: per pair, the difference, its graph and its table."""
-    pairs = json.loads(pairs_file.read_text())
+    doc = report_document(name, json.loads(pairs_file.read_text()), spec)
+    md_render.write(doc, md)
+    html_render.write(doc, page)
+
+
+def report_document(name: str, pairs: Sequence[Mapping[str, object]], spec: Mapping[str, object]) -> Document:
     runs, event = spec["runs"], spec["event"]
     what = "the significant difference" if len(pairs) == 1 else f"the {len(pairs)} largest significant differences"
     intro = (f"Explained here: {what} (top {spec['top']} asked for), each by "
              f"{runs} profiled runs per side ({event}, never part of the statistics): a differential flame graph "
              "(red: more of B's samples, blue: fewer) and the functions whose own samples per run (where they are the "
              "leaf; at cpu-clock, 1 sample = 1/frequency s of CPU) changed most, with their share of each side.")  # fmt: skip
-    lines = [f"# {name}: why it changed", "", intro if pairs else "No significant difference to explain.", ""]
-    blocks = [f"<p>{html.escape(lines[2])}</p>"]
+    doc = Document(f"{name}: why it changed", [Paragraph(intro if pairs else "No significant difference to explain.")])
     for i, pair in enumerate(pairs, start=1):
         a, b = _flats(pair)
         svg = Path(layout.diff_flamegraph(why_campaign(name), a, b))
-        rows = _table(Path(layout.why_symbols(name, a, b)))
-        lines += [f"## {i}. {_headline(pair)}", "", f"A: `{pair['record_a']}`, B: `{pair['record_b']}`; "
-                  f"differential flame graph: `{svg}`", ""]  # fmt: skip
-        lines += _markdown_rows(rows)
-        image = (f"<img style='max-width:100%' alt='differential flame graph' src='data:image/svg+xml;base64,"
-                 f"{base64.b64encode(svg.read_bytes()).decode()}'>") if svg.exists() and svg.stat().st_size else \
-            "<p>No differential flame graph (a side has no samples).</p>"  # fmt: skip
-        blocks.append(f"<h4>{i}. {html.escape(_headline(pair))}</h4><p>A: <tt>{html.escape(str(pair['record_a']))}</tt>, "
-                      f"B: <tt>{html.escape(str(pair['record_b']))}</tt></p>{image}{_html_rows(rows)}")  # fmt: skip
-    md.write_text("\n".join(lines) + "\n")
-    from perfsnake.stages.tables import html_page
-
-    page.write_text(html_page(f"{name}: why it changed", "\n".join(blocks)))
+        doc.add(Heading(f"{i}. {_headline(pair)}"))
+        doc.add(Paragraph(["A: ", Code(str(pair["record_a"])), ", B: ", Code(str(pair["record_b"])),
+                           "; differential flame graph: ", Code(str(svg))]))  # fmt: skip
+        drawn = svg.exists() and svg.stat().st_size
+        doc.add(
+            Figure("differential flame graph", path=str(svg))
+            if drawn
+            else Paragraph("No differential flame graph (a side has no samples).")
+        )
+        doc.add(_symbols_table(_table(Path(layout.why_symbols(name, a, b)))))
+    return doc
 
 
-def _markdown_rows(rows: Sequence[Mapping[str, str]]) -> list[str]:
+def _symbols_table(rows: Sequence[Mapping[str, str]]) -> Table | Paragraph:
     if not rows:
-        return ["No samples on one side (its profiled runs failed?).", ""]
-    out = ["| function | samples/run A | samples/run B | change | share A | share B | in the graph |",
-           "|---|---:|---:|---:|---:|---:|---|"]  # fmt: skip
-    out += [f"| `{r['symbol']}` | {float(r['per_run_a']):.1f} | {float(r['per_run_b']):.1f} | {float(r['change_per_run']):+.1f} "
-            f"| {float(r['share_a']):.1%} | {float(r['share_b']):.1%} | {r['colour']} |" for r in rows]  # fmt: skip
-    return [*out, ""]
-
-
-def _html_rows(rows: Sequence[Mapping[str, str]]) -> str:
-    if not rows:
-        return "<p>No samples on one side (its profiled runs failed?).</p>"
-    body = ""
+        return Paragraph("No samples on one side (its profiled runs failed?).")
+    body: list[list[Text | Cell]] = []
     for r in rows:
         change = float(r["change_per_run"])
-        tint = "#fbd0cc" if change > 0 else "#cfe0f7" if change < 0 else "transparent"
-        body += (f"<tr><td><tt>{html.escape(r['symbol'])}</tt></td><td>{float(r['per_run_a']):.1f}</td>"
-                 f"<td>{float(r['per_run_b']):.1f}</td><td style='background:{tint}'>{change:+.1f}</td>"
-                 f"<td>{float(r['share_a']):.1%}</td><td>{float(r['share_b']):.1%}</td>"
-                 f"<td>{html.escape(r['colour'])}</td></tr>")  # fmt: skip
-    head = ("<tr><th>function</th><th>samples/run A</th><th>samples/run B</th><th>change</th><th>share A</th>"
-            "<th>share B</th><th>in the graph</th></tr>")  # fmt: skip
-    return f"<table>{head}{body}</table>"
+        # The graph's colours: red where B has more samples, blue fewer.
+        tint = "#fbd0cc" if change > 0 else "#cfe0f7" if change < 0 else None
+        body.append([Code(r["symbol"]), f"{float(r['per_run_a']):.1f}", f"{float(r['per_run_b']):.1f}",
+                     Cell(f"{change:+.1f}", tint), f"{float(r['share_a']):.1%}", f"{float(r['share_b']):.1%}",
+                     r["colour"]])  # fmt: skip
+    columns = ["function", "samples/run A", "samples/run B", "change", "share A", "share B", "in the graph"]
+    return Table(columns, body, [None, "right", "right", "right", "right", "right", None])
 
 
 def spec_of(index: CampaignIndex, name: str) -> dict[str, object]:
