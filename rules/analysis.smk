@@ -33,7 +33,9 @@ rule analyse:
         gates="results/{campaign}/gates.csv",
         # significant.md as the report shows it, from the same document.
         significant_page=report_page(
-            "significant", "significant differences", "statistics"
+            "results/{campaign}/report/significant.html",
+            "significant differences",
+            "statistics",
         ),
     log:
         "results/{campaign}/logs/analyse.log",
@@ -78,7 +80,11 @@ rule compare_with:
         csv="results/{campaign}/compare/compare.csv",
         md="results/{campaign}/compare/compare.md",
         differences="results/{campaign}/compare/metadata_differences.csv",
-        page=report_page("compare", "compared with earlier results", "statistics"),
+        page=report_page(
+            "results/{campaign}/report/compare.html",
+            "compared with earlier results",
+            "statistics",
+        ),
     log:
         "results/{campaign}/logs/compare_with.log",
     localrule: True

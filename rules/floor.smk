@@ -31,7 +31,9 @@ rule noise_floor_page:
         info="results/{campaign}/campaign.json",
         code=page_code("stages/tables.py"),
     output:
-        floor=report_page("floor", "layout noise floor", "statistics"),
+        floor=report_page(
+            "results/{campaign}/report/floor.html", "layout noise floor", "statistics"
+        ),
     log:
         "results/{campaign}/logs/noise_floor_page.log",
     localrule: True

@@ -8,7 +8,7 @@ rule history:
         info="results/{campaign}/campaign.json",
     output:
         record="results/{campaign}/history.json",
-        page=report_page("history", "history", "history"),
+        page=report_page("results/{campaign}/report/history.html", "history", "history"),
     log:
         "results/{campaign}/logs/history.log",
     # Short, and the store may be a file on the submit host: never a cluster job.

@@ -117,9 +117,17 @@ rule report_pages:
         code=page_code("stages/tables.py"),
     output:
         landing="results/{campaign}/report/landing.html",
-        machine=report_page("machine", "machine and run metadata", "machine"),
-        summary=report_page("summary", "summary", "statistics"),
-        comparisons=report_page("comparisons", "comparisons", "statistics"),
+        machine=report_page(
+            "results/{campaign}/report/machine.html",
+            "machine and run metadata",
+            "machine",
+        ),
+        summary=report_page(
+            "results/{campaign}/report/summary.html", "summary", "statistics"
+        ),
+        comparisons=report_page(
+            "results/{campaign}/report/comparisons.html", "comparisons", "statistics"
+        ),
     log:
         "results/{campaign}/logs/report_pages.log",
     localrule: True
@@ -137,7 +145,11 @@ rule overhead_page:
         info="results/{campaign}/campaign.json",
         code=page_code("stages/tables.py"),
     output:
-        overhead=report_page("overhead", "instrument overhead", "statistics"),
+        overhead=report_page(
+            "results/{campaign}/report/overhead.html",
+            "instrument overhead",
+            "statistics",
+        ),
     log:
         "results/{campaign}/logs/overhead_page.log",
     localrule: True
@@ -154,7 +166,9 @@ rule flamegraph_page:
         info="results/{campaign}/campaign.json",
         code=page_code("stages/tables.py"),
     output:
-        flamegraphs=report_page("flamegraphs", "flame graphs", "profiles"),
+        flamegraphs=report_page(
+            "results/{campaign}/report/flamegraphs.html", "flame graphs", "profiles"
+        ),
     log:
         "results/{campaign}/logs/flamegraph_page.log",
     localrule: True

@@ -21,12 +21,11 @@ def in_report(path, caption, labels, subcategory=None, category="{campaign}"):
     )
 
 
-def report_page(name, page, subcategory):
-    """A campaign's HTML page results/<campaign>/report/<name>.html, its caption
+def report_page(path, page, subcategory):
+    """A campaign's HTML page (results/<campaign>/report/<name>.html), its caption
     workflow/report/<name>.rst, labelled `page` in the report."""
-    return in_report(
-        f"results/{{campaign}}/report/{name}.html", name, {"page": page}, subcategory
-    )
+    name = Path(path).stem
+    return in_report(path, name, {"page": page}, subcategory)
 
 
 def page_code(*modules):

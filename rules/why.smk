@@ -49,7 +49,9 @@ rule why_report:
         code=page_code("why.py", "stages/why.py"),
     output:
         md="results/{campaign}/why/why.md",
-        page=report_page("why", "why it changed", "profiles"),
+        page=report_page(
+            "results/{campaign}/report/why.html", "why it changed", "profiles"
+        ),
     log:
         "results/{campaign}/logs/why_report.log",
     localrule: True
