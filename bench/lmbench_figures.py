@@ -43,7 +43,7 @@ from perfsnake.layout import c_source  # noqa: E402
 
 SRC = c_source("lmbench")
 
-_OURS_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz|/s|bytes|pages|x)$", re.M)
+_OURS_LINE = re.compile(r"^(\S+) (-?[0-9.]+) (ns|us|MB/s|MHz|/s|bytes|pages|x|levels)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -58,15 +58,26 @@ class Comparison:
     server: tuple[str, ...] | None = None  # lmbench3's server, started before its run and stopped (-S) after
     server_socket: str | None = None  # the server's fixed socket path: removed before, waited for after the start
     timeout: float = 300  # seconds for one run of either program
+    server_stop: tuple[str, ...] = ("-S",)  # the server program's operands that stop it
+    server_ready: str = ""  # a shell test that holds once the server serves (waited for after the start)
+    needs: str = ""  # a daemon lmbench3's side needs running (rpcbind): started here when root, else skipped
 
 
 def _c(
-    name, ours, unit, theirs=None, pattern=None, line=None, differs="", server=None, server_socket=None, timeout=300
-):
+    name, ours, unit, theirs=None, pattern=None, line=None, differs="", server=None, server_socket=None, timeout=300,
+    server_stop="-S", server_ready="", needs="",
+):  # fmt: skip
     return Comparison(
         name, tuple(ours.split()), line, unit, tuple(theirs.split()) if theirs else None, pattern, differs,
-        tuple(server.split()) if server else None, server_socket, timeout,
+        tuple(server.split()) if server else None, server_socket, timeout, tuple(server_stop.split()), server_ready,
+        needs,
     )  # fmt: skip
+
+
+#: lmbench3's lat_rpc server registers both transports with rpcbind; its client asks rpcbind for the port
+_RPC_READY = "[ \"$(PATH=$PATH:/usr/sbin:/sbin rpcinfo -p 127.0.0.1 2>/dev/null | grep -c ' 404040 ')\" -ge 2 ]"
+_CACHE = "cache -L 64 -M 65536"
+_CACHE3 = "cache -L 64 -M 64M"  # lmbench3's cache prints its levels on stderr
 
 
 _US = r"(\S+) microseconds"
@@ -145,6 +156,21 @@ COMPARISONS = [
       for kb in (16, 512, 16384, 65536)],
     _c("lat_dram_page", "lat_dram_page", "ns", "lat_dram_page", r"^(\S+)$",
        differs="lmbench prints 0.0 when the two chains differ by less than 5 %"),
+    *[_c(f"lat_rpc {p}", f"lat_rpc {p}", "us", f"lat_rpc -p {p} localhost", rf"RPC/{p} latency using \S+: (\S+) microseconds",
+         server="lat_rpc -s", server_stop="-S localhost", server_ready=_RPC_READY, needs="rpcbind",
+         differs="our server is forked per process on its own port, no rpcbind; lmbench's registers with rpcbind")
+      for p in ("tcp", "udp")],
+    *[_c(f"cache L{k} (bytes)", _CACHE, "bytes", _CACHE3, rf"^L{k} cache: (\d+) bytes", line=f"cache.l{k}_bytes",
+         timeout=3600, differs="plateaus of the latency over every size; lmbench: a binary search, then pages that collide replaced")
+      for k in (1, 2, 3)],
+    *[_c(f"cache L{k} (ns)", _CACHE, "ns", _CACHE3, rf"^L{k} cache: \d+ bytes (\S+) nanoseconds", line=f"cache.l{k}_ns",
+         timeout=3600) for k in (1, 2, 3)],
+    *[_c(f"cache L{k} parallelism", _CACHE, "x", _CACHE3, rf"^L{k} cache: .* (\S+) parallelism$",
+         line=f"cache.l{k}_parallelism", timeout=3600, differs="ours at half the level's size; lmbench's just below it")
+      for k in (1, 2, 3)],
+    _c("cache memory (ns)", _CACHE, "ns", _CACHE3, r"^Memory latency: (\S+) nanoseconds", line="cache.memory_ns", timeout=3600),
+    _c("cache memory parallelism", _CACHE, "x", _CACHE3, r"^Memory latency: \S+ nanoseconds (\S+) parallelism",
+       line="cache.memory_parallelism", timeout=3600),
     *[_c(f"par_ops {t}_{o}", f"par_ops {t}_{o}", "x", "par_ops", rf"^{lt} {o} parallelism: (\S+)$",
          line=f"par_ops.{t}_{o}.parallelism", timeout=1800)
       for t, lt in (("int", "integer"), ("int64", "int64"), ("float", "float"), ("double", "double"))
@@ -229,6 +255,9 @@ def run_ours(
     if code or not lines:
         print(f"  ours {' '.join(argv)} failed: {err.strip()[-200:]}", file=sys.stderr)
         return None
+    if comp.line and comp.line not in lines:  # cache: a level it did not find
+        print(f"  ours {' '.join(argv)}: no {comp.line} line", file=sys.stderr)
+        return None
     return lines[comp.line] if comp.line else next(iter(lines.values()))
 
 
@@ -262,13 +291,55 @@ def with_server(bindir: Path, comp: Comparison, pin: list[str], cmd: list[str]) 
     one group by run_group."""
     assert comp.server is not None
     server = shlex.join([*pin, str(bindir / comp.server[0]), *comp.server[1:]])
-    stop = shlex.join([str(bindir / comp.server[0]), "-S"])
+    stop = shlex.join([str(bindir / comp.server[0]), *comp.server_stop])
     wait = ""
     if comp.server_socket:
         Path(comp.server_socket).unlink(missing_ok=True)  # a stale one fails its bind()
         sock = shlex.quote(comp.server_socket)
         wait = f"n=0; while [ ! -S {sock} ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done; "
+    elif comp.server_ready:
+        wait = f"n=0; while ! {comp.server_ready} && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done; "
     return ["sh", "-c", f"{server}; {wait}{shlex.join(cmd)}; status=$?; {stop}; exit $status"]
+
+
+def _sbin(name: str) -> str | None:
+    """A system daemon's or tool's path (a user's PATH may lack /usr/sbin)."""
+    return shutil.which(name) or next((p for p in (f"/usr/sbin/{name}", f"/sbin/{name}") if Path(p).exists()), None)
+
+
+def rpcbind_running() -> bool:
+    rpcinfo = _sbin("rpcinfo")
+    if rpcinfo is None:
+        return False
+    return subprocess.run([rpcinfo, "-p", "127.0.0.1"], capture_output=True, check=False).returncode == 0
+
+
+def start_daemons(comps: list[Comparison]) -> tuple[set[str], list[subprocess.Popen]]:
+    """What lmbench3's side needs (rpcbind for its lat_rpc): left as it is
+    when running, started (and returned, to stop at the end) when root,
+    else those comparisons are skipped, said in one line. Returns the names
+    of the comparisons whose lmbench3 side is skipped."""
+    needing = [c.name for c in comps if c.needs == "rpcbind" and c.theirs]
+    if not needing or rpcbind_running():
+        return set(), []
+    binary = _sbin("rpcbind")
+    why = "not root" if os.geteuid() != 0 else "rpcbind is not installed (Debian: rpcbind)" if not binary else ""
+    if binary and not why:
+        proc = subprocess.Popen([binary, "-f", "-w"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.poll() is None and not rpcbind_running():
+            time.sleep(0.1)
+        if rpcbind_running():
+            print(f"started rpcbind (pid {proc.pid}) for lmbench3's lat_rpc; stopped at the end", file=sys.stderr)
+            return set(), [proc]
+        proc.kill()
+        proc.wait()
+        why = "rpcbind did not start"
+    print(
+        f"lmbench3's lat_rpc needs rpcbind running and {why}: its side of {', '.join(needing)} is skipped",
+        file=sys.stderr,
+    )
+    return set(needing), []
 
 
 def summary(values: list[float]) -> dict[str, float | None]:
@@ -302,6 +373,7 @@ def main() -> None:
         for _ in range(1024):
             f.write(os.urandom(4096))
     subst = {"file": str(data_file), "dir": str(work)}
+    skipped, daemons = start_daemons(comps) if theirs_bin else (set(), [])
     env = {**os.environ, "LMBENCH_ENOUGH_US": str(args.enough_us), "ENOUGH": str(args.enough_us), "TMPDIR": str(work)}
     results: dict[str, dict[str, list]] = {c.name: {"ours": [], "theirs": [], "ratio": []} for c in comps}
     wr_over_bzero: list[float] = []
@@ -319,7 +391,7 @@ def main() -> None:
             for side in sides:
                 if side == "ours":
                     pair[side] = run_ours(ours_bin, comp, env, args.repetitions, args.placement, subst, memo)
-                elif theirs_bin and comp.theirs:
+                elif theirs_bin and comp.theirs and comp.name not in skipped:
                     pair[side] = run_theirs(theirs_bin, comp, env, args.repetitions, args.placement, subst, memo)
             for side, val in pair.items():
                 if val is not None:
@@ -345,6 +417,9 @@ def main() -> None:
         "derived": {"bw_mem wr/bzero 4 MB (ours, per-round median)": statistics.median(wr_over_bzero) if wr_over_bzero else None},
         "rows": rows,
     }  # fmt: skip
+    for daemon in daemons:  # the rpcbind this script started
+        daemon.terminate()
+        daemon.wait()
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     shutil.rmtree(work, ignore_errors=True)  # the data file and whatever a killed program left

@@ -1113,8 +1113,10 @@ def test_cache_levels(bins):
     assert all(a < b for a, b in zip(ns, [*ns[1:], memory])), (ns, memory)
     assert 8 * 1024 <= sizes[0] <= 1024 * 1024, sizes
     assert all(got[f"cache.l{k}_parallelism"][0] >= 1 for k in range(1, levels + 1))
-    assert got["cache.memory_parallelism"][0] >= 1 and got["cache"][0] == pytest.approx(memory, rel=1e-5)
-    assert got["cache.min"][0] > 0 and not [n for n in got if re.match(r"cache\.l[5-9]", n)]
+    # The first line is the largest size's median interval, as every program's; .min its shortest.
+    assert got["cache.memory_parallelism"][0] >= 1 and 0 < got["cache.min"][0] <= got["cache"][0]
+    assert list(got)[:3] == ["cache", "cache.min", "cache.levels"]
+    assert not [n for n in got if re.match(r"cache\.l[5-9]", n)]
 
 
 def test_cache_bad_arguments(bins):

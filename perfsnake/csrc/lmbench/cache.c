@@ -7,9 +7,10 @@
  *
  * Detection, lmbench's idea (latency steps over sizes) in a form that
  * tolerates a gradual step (a physically indexed cache filled from random
- * pages starts missing before it is full):
- *  - the latencies, each the median of it and its two neighbours, are made
- *    non-decreasing;
+ * pages starts missing before it is full) and a loaded machine:
+ *  - each size's latency is its shortest interval's (a preempted interval
+ *    is only longer; lmbench uses the median), each the median of it and
+ *    its two neighbours, made non-decreasing;
  *  - a size is flat when the latency one doubling later is within 1.3 x
  *    its own; a run of at least 2 flat sizes is a plateau, whose latency is
  *    the median of its sizes within 1.15 x its lowest;
@@ -29,7 +30,8 @@
  *
  * usage: cache [-W warmup_us] [-N repetitions] [-C calfile] [-L LINE] [-M MAX_KB]
  * Prints one comment line per size and per parallelism timed, then
- * "cache <ns> ns" (memory's latency), "cache.min", "cache.levels <n> levels",
+ * "cache <ns> ns" (the largest size's median interval, as the other
+ * programs' first line), "cache.min", "cache.levels <n> levels",
  * per level k = 1..n "cache.l<k>_bytes", "cache.l<k>_ns",
  * "cache.l<k>_parallelism", then "cache.memory_ns" and
  * "cache.memory_parallelism".
@@ -141,7 +143,7 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	for (int i = 0; i < n; i++) {
-		lat[i] = i == 0 || i == n - 1 ? raw[i] : median3(raw[i - 1], raw[i], raw[i + 1]);
+		lat[i] = i == 0 || i == n - 1 ? least[i] : median3(least[i - 1], least[i], least[i + 1]);
 		if (i > 0 && lat[i] < lat[i - 1])
 			lat[i] = lat[i - 1];
 	}
@@ -164,7 +166,7 @@ int main(int argc, char **argv)
 		if (plateaus[p].last < n - 1 && plateaus[p].ns <= 0.5 * memory)
 			levels[nlevels++] = &plateaus[p];
 	printf("# cache %d sizes, %d plateaus, memory %.4f ns\n", n, nplateaus, memory);
-	result_line("cache", memory, "ns");
+	result_line("cache", raw[n - 1], "ns");
 	result_line("cache.min", least[n - 1], "ns");
 	printf("cache.levels %d levels\n", nlevels);
 	for (int k = 0; k < nlevels; k++) {
