@@ -8,7 +8,7 @@
 checkpoint why_pairs:
     input:
         comparisons="results/{campaign}/comparisons.csv",
-        code=layout.package_code("why.py", "stages/why.py"),
+        code=layout.package_code("profile_differences.py", "stages/why.py"),
     output:
         "results/{campaign}/why/pairs.json",
     log:
@@ -26,7 +26,7 @@ rule why_symbols:
     input:
         a="results/{campaign}__why/folded/{a}.folded",
         b="results/{campaign}__why/folded/{b}.folded",
-        code=layout.package_code("why.py", "stages/why.py"),
+        code=layout.package_code("profile_differences.py", "stages/why.py"),
     output:
         "results/{campaign}/why/{a}~vs~{b}.csv",
     log:
@@ -46,7 +46,7 @@ rule why_symbols:
 rule why_report:
     input:
         files=why_report_inputs,
-        code=page_code("why.py", "stages/why.py"),
+        code=page_code("profile_differences.py", "stages/why.py"),
     output:
         md="results/{campaign}/why/why.md",
         page=report_page(

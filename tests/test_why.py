@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from helpers import ROOT, jobs_run, snakemake, write_campaign
 
-from perfsnake import why
+from perfsnake import profile_differences
 from perfsnake.campaign import load_campaigns
 from perfsnake.campaign_csv import read_results
 from perfsnake.errors import CampaignError
@@ -23,20 +23,20 @@ def test_pick_takes_the_largest_significant_differences_once_per_pair():
         {"metric": "m", "record_a": "x-1", "record_b": "x-3", "relative_difference": "2.0", "significant": "False"},
         {"metric": "m", "record_a": "x-2", "record_b": "x-3", "relative_difference": "0.1", "significant": "True"},
     ]
-    picked = why.pick(rows, 5)
+    picked = profile_differences.pick(rows, 5)
     assert [(r["metric"], r["record_b"]) for r in picked] == [("n", "x-2"), ("m", "x-3")]
-    assert why.pick(rows, 1) == [rows[1]]
+    assert profile_differences.pick(rows, 1) == [rows[1]]
 
 
 def test_symbol_table_ranks_own_samples_per_run():
     a = "prog;main;work 90\nprog;main;other 10\n"
     b = "prog;main;work 92\nprog;main;planted 100\nprog;main;other 9\n"
-    table = why.symbol_table(a, b, limit=2, runs_a=2, runs_b=2)
+    table = profile_differences.symbol_table(a, b, limit=2, runs_a=2, runs_b=2)
     assert [r["symbol"] for r in table] == ["planted", "work"]
     top = table[0]
-    assert top["per_run_a"] == 0 and top["per_run_b"] == 50 and top["colour"] == why.GREW
+    assert top["per_run_a"] == 0 and top["per_run_b"] == 50 and top["colour"] == profile_differences.GREW
     assert table[1]["share_b"] == pytest.approx(92 / 201) and table[1]["delta"] == pytest.approx(92 / 201 - 0.9)
-    assert why.symbol_table("", b) == []
+    assert profile_differences.symbol_table("", b) == []
 
 
 def _campaign(tmp_path, **extra):
@@ -70,7 +70,7 @@ def test_a_planted_loop_is_named_at_the_top_of_its_differential_profile(tmp_path
     table = pd.read_csv(out / "why/variant-plain~vs~variant-hot.csv")
     top = table.iloc[0]
     assert top["symbol"] == "planted_hot_loop" and top["per_run_a"] == 0 and top["per_run_b"] > 0
-    assert top["colour"] == why.GREW
+    assert top["colour"] == profile_differences.GREW
     assert (tmp_path / "results/planted__why/diff/variant-plain~vs~variant-hot.svg").stat().st_size > 0
     text = (out / "why/why.md").read_text()
     assert "planted_hot_loop" in text and "score: variant plain -> hot" in text

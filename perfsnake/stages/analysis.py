@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsnake import floor, gates, layout, why
+from perfsnake import floor, gates, layout, profile_differences
 from perfsnake.contract import CampaignInfo
 from perfsnake.escape import record_path, value_text
 from perfsnake.machine.monitor import THRESHOLD
@@ -326,7 +326,7 @@ def analyse(
     # The comparisons profile_differences explains point at their profile
     # (pick returns copies: mark the rows themselves).
     name = info.name
-    for picked in why.pick(comps, int(spec["top"])) if spec else []:
+    for picked in profile_differences.pick(comps, int(spec["top"])) if spec else []:
         row = next(r for r in comps if all(r[k] == picked[k] for k in ("metric", "record_a", "record_b")))
         table = layout.why_symbols(name, layout.flat(str(row["record_a"])), layout.flat(str(row["record_b"])))
         row["profile"] = str(Path(table).relative_to(layout.campaign_dir(name)))

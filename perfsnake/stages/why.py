@@ -1,6 +1,6 @@
 """Why-it-changed stage (rules/why.smk): the pairs the statistics pick, the
 symbol tables of their profiles and the page that puts them together
-(perfsnake.why holds the choices; this module the files)."""
+(perfsnake.profile_differences holds the choices; this module the files)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfsnake import layout, why
+from perfsnake import layout, profile_differences
 from perfsnake.pages import html as html_render
 from perfsnake.pages import markdown as md_render
 from perfsnake.pages.model import Cell, Code, Document, Figure, Heading, Paragraph, Table, Text
@@ -31,7 +31,7 @@ def write_pairs(comparisons: Path, top: int, out: Path) -> None:
     """The checkpoint's output: the comparisons to explain, largest first."""
     with comparisons.open(newline="") as f:
         rows = list(csv.DictReader(f))
-    picked = [{k: r.get(k, "") for k in KEEP} for r in why.pick(rows, top)]
+    picked = [{k: r.get(k, "") for k in KEEP} for r in profile_differences.pick(rows, top)]
     out.write_text(json.dumps(picked, indent=1) + "\n")
 
 
@@ -50,7 +50,7 @@ def report_inputs(name: str, pairs_file: str) -> list[str]:
 
 def write_symbols(folded_a: Path, folded_b: Path, limit: int, runs: int, out: Path) -> None:
     text_a, text_b = folded_a.read_text(errors="replace"), folded_b.read_text(errors="replace")
-    rows = why.symbol_table(text_a, text_b, limit, runs, runs)
+    rows = profile_differences.symbol_table(text_a, text_b, limit, runs, runs)
     columns = ["symbol", "per_run_a", "per_run_b", "change_per_run", "share_a", "share_b", "delta", "colour"]
     with out.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns)
