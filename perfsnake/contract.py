@@ -36,7 +36,7 @@ class Statistics:
     unstable_max_min: float
     # Optional options, without a default: None when the campaign does not set them.
     baseline: dict[str, object] | None = None
-    compare: list[str] | None = None
+    test_variables: list[str] | None = None
     metrics: list[str] | None = None
     decide: dict[str, Any] | None = None
 

@@ -336,7 +336,7 @@ class Targets:
         if c.why_of or c.floor_of:
             return targets  # only the pairs' folded stacks and differential graphs (rules/why.smk); the floor's runs
         for instrument in c.instruments.all():
-            targets += instrument.targets(name, [r.path for r in c.records], c.nb_runs, c.compare)
+            targets += instrument.targets(name, [r.path for r in c.records], c.nb_runs, c.flamegraph_pairs)
         return targets
 
     def all_targets(self) -> list[str]:

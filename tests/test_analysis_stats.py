@@ -2,6 +2,8 @@
 correction, what is compared, stability flags, the precision loop."""
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -68,7 +70,7 @@ def test_compare_and_metrics_limit_the_comparisons():
         r["variable"] for r in everything
     } == {"x", "y"}
     limited = comparison_rows(
-        data, CampaignInfo.from_dict({**base, "statistics": {"compare": ["x"], "metrics": ["value"]}})
+        data, CampaignInfo.from_dict({**base, "statistics": {"test_variables": ["x"], "metrics": ["value"]}})
     )
     assert len(limited) == 2 and {(r["metric"], r["variable"]) for r in limited} == {("value", "x")}
 
@@ -175,12 +177,34 @@ def test_campaign_statistics_options_are_validated(tmp_path):
         path.write_text(yaml.safe_dump(data))
         return path
 
-    loaded = load_campaign(campaign({"correction": "bh", "compare": ["x"], "metrics": ["v"]}))
+    loaded = load_campaign(campaign({"correction": "bh", "test_variables": ["x"], "metrics": ["v"]}))
     assert loaded.data["statistics"]["correction"] == "bh"
-    with pytest.raises(CampaignError, match="statistics.compare"):
-        load_campaign(campaign({"compare": ["y"]}))
+    with pytest.raises(CampaignError, match="statistics.test_variables"):
+        load_campaign(campaign({"test_variables": ["y"]}))
     with pytest.raises(CampaignError, match="correction"):
         load_campaign(campaign({"correction": "bonferroni"}))
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "new"),
+    [
+        ("compare", [{"a": {"x": 1}, "b": {"x": 2}}], "flamegraph_pairs"),
+        ("statistics", {"compare": ["x"]}, "statistics.test_variables"),
+    ],
+)
+def test_a_renamed_key_is_refused_in_one_line_naming_the_new_one(tmp_path, key, value, new):
+    """`compare` now means results side by side only (compare_with, perfsnake compare)."""
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    data = {"name": "t", "benchmark": {"type": "command", "command": "echo {x}", "metrics": {"v": r"(\d+)"}},
+            "variables": {"x": [1, 2]}, key: value}  # fmt: skip
+    path.write_text(yaml.safe_dump(data))
+    proc = subprocess.run([sys.executable, "-m", "perfsnake", "validate", str(path)], capture_output=True, text=True)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and f"renamed: write {new}" in lines[0], proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]  # nothing written
 
 
 def test_machine_drift_and_busy_machine_flags():

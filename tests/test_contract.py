@@ -32,7 +32,7 @@ RICH = {
     "nb_runs": 4,
     "pretty": {"n": {"1": "one", "2": "two"}},
     # an integer where the schema's default is a float: kept as given, never converted
-    "statistics": {"baseline": {"n": 1}, "compare": ["n"], "metrics": ["v"], "confidence": 0.9, "unstable_max_min": 2},
+    "statistics": {"baseline": {"n": 1}, "test_variables": ["n"], "metrics": ["v"], "confidence": 0.9, "unstable_max_min": 2},
     "references": [
         {"metric": "v", "upper": 3},
         {"metric": "v", "baseline": {"n": 1}, "max_regression": "5%", "better": "lower"},
@@ -97,7 +97,7 @@ def test_statistics_has_a_field_per_schema_option():
 def test_defaults_come_from_the_schema_and_stay_out_of_the_json_when_unset():
     stats = Statistics.from_dict({"statistic": "median"})
     assert stats.statistic == "median" and stats.confidence == schema_defaults("statistics")["confidence"]
-    assert stats.as_dict() == {**schema_defaults("statistics"), "statistic": "median"}  # no baseline, compare...
+    assert stats.as_dict() == {**schema_defaults("statistics"), "statistic": "median"}  # no baseline, test_variables...
     info = CampaignInfo.from_dict({"name": "c", "variables": ["x"]})
     assert info.statistics == Statistics.from_dict() and "requires" not in json.loads(info.to_json())
 

@@ -68,7 +68,7 @@ def index(tmp_path_factory):
         "variables": {"cpu": [0], "interval_ms": [50, 100]},
         "nb_runs": 2, "duration_s": 0.2,
         "wrappers": [{"type": "perf_record", "frequency": 99}, {"type": "perf_stat"}, "sched_timeline", "offcpu"],
-        "compare": [{"a": {"interval_ms": 50}, "b": {"interval_ms": 100}}],
+        "flamegraph_pairs": [{"a": {"interval_ms": 50}, "b": {"interval_ms": 100}}],
         "control": True,
         "plots": [{"kind": "bar", "x": "interval_ms", "y": "ops_per_s"}],
     })  # fmt: skip

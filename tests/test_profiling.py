@@ -88,7 +88,7 @@ def heater_campaign(**extra):
 def test_heater_flame_graphs_and_differential(tmp_path):
     cpus = heater_campaign()["variables"]["cpu"]
     compare = [{"a": {"cpu": cpus[0]}, "b": {"cpu": cpus[-1]}}] if len(cpus) > 1 else []
-    camp = write_campaign(tmp_path, heater_campaign(compare=compare, flamegraph={"colors": "hot"}))
+    camp = write_campaign(tmp_path, heater_campaign(flamegraph_pairs=compare, flamegraph={"colors": "hot"}))
     snakemake(tmp_path, camp, "--cores", "2", "all")
     base = tmp_path / "results/prof"
     rdir = base / "runs/cflags--O2%20-fno-omit-frame-pointer/cpu-0/run-1"
@@ -120,7 +120,7 @@ def test_heater_flame_graphs_and_differential(tmp_path):
     ET.parse(base / "diff" / f"{b}~vs~{a}.svg")
     # New flame-graph options: only post-processing runs again.
     before = mtimes(tmp_path, "prof")
-    write_campaign(tmp_path, heater_campaign(compare=compare, flamegraph={"colors": "blue", "min_width": 0.5}))
+    write_campaign(tmp_path, heater_campaign(flamegraph_pairs=compare, flamegraph={"colors": "blue", "min_width": 0.5}))
     proc = snakemake(tmp_path, camp, "--cores", "2", "all")
     assert jobs_run(proc, "run") == 0 and jobs_run(proc, "flamegraph") == len(cpus)
     assert mtimes(tmp_path, "prof") == before

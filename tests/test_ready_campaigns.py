@@ -102,7 +102,7 @@ OVERRIDES = {
         {"nb_runs": 2}, "a step decides on 2 ok runs of each end at least: with 1 the bisection stops undecided"
     ),
     "flamegraph_leveldb": Override(
-        {"variables.lock": 2}, "compare: draws the differential graph of cas against mcs, its first two locks"
+        {"variables.lock": 2}, "flamegraph_pairs: draws the differential graph of cas against mcs, its first two locks"
     ),
     "allocators_leveldb": Override(
         {"variables.allocator": 3}, "the allocators are the experiment: each preloads its own library"

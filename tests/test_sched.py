@@ -276,7 +276,7 @@ def test_off_cpu_flame_graphs_name_where_threads_block(tmp_path):
         "variables": {"naps": [10, 30]},
         "nb_runs": 1,
         "wrappers": ["offcpu"],
-        "compare": [{"a": {"naps": 10}, "b": {"naps": 30}}],
+        "flamegraph_pairs": [{"a": {"naps": 10}, "b": {"naps": 30}}],
     })  # fmt: skip
     snakemake(tmp_path, camp, "--cores", "1", "all")
     runs = tmp_path / "results/oc/runs"

@@ -211,22 +211,24 @@ def _check_statistics(data: dict, benchmark: Benchmark, order: list[str], recs: 
             "statistics.warmup",
             "wps needs unit readings: set benchmark.readings (a regex with work and seconds groups)",
         )
-    for var in data["statistics"].get("compare") or []:
+    for var in data["statistics"].get("test_variables") or []:
         if var not in order:
             raise CampaignError(
-                origin, "statistics.compare", f"{var!r} is not a variable (variables: {', '.join(order)})"
+                origin, "statistics.test_variables", f"{var!r} is not a variable (variables: {', '.join(order)})"
             )
 
 
-def _compared(
+def _flamegraph_pairs(
     entries: list[dict], recs: list[dict], order: list[str], instruments: Instruments, origin: str
 ) -> list[tuple[str, str]]:
-    """The record pairs of `compare`, which draws differential flame graphs:
+    """The record pairs of `flamegraph_pairs`, which draws differential flame graphs:
     so it needs a profiling wrapper."""
-    compare = _compare_pairs(entries, recs, order, origin)
-    if compare and not (instruments.uses("perf_record") or instruments.uses("offcpu")):
-        raise CampaignError(origin, "compare", "differential flame graphs need the perf_record or offcpu wrapper")
-    return compare
+    pairs = _compare_pairs(entries, recs, order, origin)
+    if pairs and not (instruments.uses("perf_record") or instruments.uses("offcpu")):
+        raise CampaignError(
+            origin, "flamegraph_pairs", "differential flame graphs need the perf_record or offcpu wrapper"
+        )
+    return pairs
 
 
 def _compare_pairs(entries: list[dict], recs: list[dict], order: list[str], origin: str) -> list[tuple[str, str]]:

@@ -50,8 +50,8 @@ def _derived_campaign(c: Campaign, suffix: str, instruments: Instruments, **chan
     other instruments, no figures or differential graphs, no controls of its
     own; `changes` set the rest (what it is of `c`, its runs)."""
     derived = dataclasses.replace(
-        c, name=f"{c.name}__{suffix}", instruments=instruments, plots=[], compare=[], **changes,
-        data={**c.data, "control": False, "compare": [], "plots": [], "profile_differences": None, "noise_floor": None},
+        c, name=f"{c.name}__{suffix}", instruments=instruments, plots=[], flamegraph_pairs=[], **changes,
+        data={**c.data, "control": False, "flamegraph_pairs": [], "plots": [], "profile_differences": None, "noise_floor": None},
     )  # fmt: skip
     derived.by_path = c.by_path
     return derived

@@ -16,8 +16,8 @@ from perfsnake.campaign.checks import (
     _check_sources,
     _check_statistics,
     _compare_with,
-    _compared,
     _derived,
+    _flamegraph_pairs,
     _number_error,
     _references,
     check_plots,
@@ -65,14 +65,14 @@ def load_campaign(path: str | Path, origin: str | None = None, check_machine: bo
     _check_statistics(data, benchmark, order, recs, origin)
     precision, bisect = _stopping(data, raw, order, recs, metrics, benchmark, origin)
     references = _references(data, order, recs, metrics, origin)
-    compare = _compared(data["compare"], recs, order, instruments, origin)
+    pairs = _flamegraph_pairs(data["flamegraph_pairs"], recs, order, instruments, origin)
     build_vars = _build_variables(benchmark, order)
     if check_machine:  # last: a problem of the file itself is reported first
         check_requires(data, isinstance(benchmark, ImportedBenchmark), origin)
     recs, skipped = _skip_unavailable(instruments, recs, origin, check_machine)
     records = [_record(r, order, build_vars, platform.build_tag()) for r in recs]
     kept = {r.path for r in records}
-    compare = [(a, b) for a, b in compare if a in kept and b in kept]
+    pairs = [(a, b) for a, b in pairs if a in kept and b in kept]
     campaign = Campaign(
         name=data["name"],
         file=path,
@@ -89,7 +89,7 @@ def load_campaign(path: str | Path, origin: str | None = None, check_machine: bo
         pretty=data["pretty"],
         plots=plots,
         instruments=instruments,
-        compare=compare,
+        flamegraph_pairs=pairs,
         compare_with=_compare_with(data.get("compare_with") or [], origin),
         precision=precision,
         bisect=bisect,
@@ -134,6 +134,24 @@ def _skip_unavailable(
     return kept, skipped
 
 
+#: Keys that were renamed so that "compare" means one thing (results side by
+#: side: `compare_with`, `perfsnake compare`): old key path -> new one.
+RENAMED = {
+    ("compare",): "flamegraph_pairs",
+    ("statistics", "compare"): "statistics.test_variables",
+}
+
+
+def _refuse_renamed(raw: dict, origin: str) -> None:
+    """A renamed key is refused in one line naming the new one, never silently ignored."""
+    for path, new in RENAMED.items():
+        node: object = raw
+        for part in path[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and path[-1] in node:
+            raise CampaignError(origin, ".".join(path), f"renamed: write {new} (same value)")
+
+
 def _raw(path: Path, origin: str) -> dict:
     """The file's mapping as written, valid under the schema."""
     raw = load_yaml(path, origin)
@@ -141,6 +159,7 @@ def _raw(path: Path, origin: str) -> dict:
         raise CampaignError(origin, "", "the file is empty")
     if not isinstance(raw, dict):
         raise CampaignError(origin, "", f"expected a mapping at the top level, got {type(raw).__name__}")
+    _refuse_renamed(raw, origin)
     # The kinds of benchmark and platform are the registries', above the schema's layer.
     error = _number_error(raw, origin) or schema_error(
         raw, SCHEMA, origin, benchmarks=list(BUILTINS), platforms=tuple(PLATFORMS)

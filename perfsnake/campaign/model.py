@@ -46,7 +46,8 @@ class Campaign:
     pretty: dict[str, dict[str, str]]
     plots: list[dict]
     instruments: Instruments
-    compare: list[tuple[str, str]] = field(default_factory=list)
+    #: record pairs drawn as differential flame graphs (`flamegraph_pairs`)
+    flamegraph_pairs: list[tuple[str, str]] = field(default_factory=list)
     #: for the derived campaign of profiled runs (`profile_differences`): the campaign it explains
     why_of: str | None = None
     #: for the derived campaign of layout builds (`noise_floor`): the campaign whose floor it measures

@@ -84,7 +84,7 @@ def _imported_records(benchmark: Benchmark, raw: dict, data: dict, origin: str) 
     if not isinstance(benchmark, ImportedBenchmark):
         return 0
     for name in ("variables", "records", "exclude", "nb_runs", "precision", "bisect", "control", "platform",
-                 "duration_s", "timeout_s", "flamegraph", "compare", "wrappers", "shared_libs", "pre_run_hooks",
+                 "duration_s", "timeout_s", "flamegraph", "flamegraph_pairs", "wrappers", "shared_libs", "pre_run_hooks",
                  "post_run_hooks", "instruments"):  # fmt: skip
         if name in raw:
             raise CampaignError(origin, name, "not for an imported campaign (its records and runs come from its files)")

@@ -68,7 +68,7 @@ def _decide(data: dict, recs: list[dict], order: list[str], metrics: list[str], 
         raise CampaignError(
             origin, "statistics.decide.power", f"the design is calibrated for {powers} only, not {spec['power']!r}"
         )
-    compared = data["statistics"].get("compare") or order
+    compared = data["statistics"].get("test_variables") or order
     if not any(
         sum(a[v] != b[v] for v in order) == 1 and any(a[v] != b[v] for v in compared)
         for i, a in enumerate(recs)

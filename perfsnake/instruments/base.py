@@ -96,7 +96,7 @@ class Instrument:
         """Builds a run with these parameters needs: (builder, build key, build parameters)."""
         return []
 
-    def targets(self, campaign: str, records: list[str], nb_runs: int, compare: list[tuple[str, str]]) -> list[str]:
+    def targets(self, campaign: str, records: list[str], nb_runs: int, pairs: list[tuple[str, str]]) -> list[str]:
         """Post-processing products (rule outputs) this instrument adds to a campaign."""
         return []
 

@@ -8,7 +8,7 @@ thread switched out asleep (state S or D) is blocked until it is woken (or,
 without a recorded wake-up, until it runs again): its stack at the switch,
 weighted by that time in microseconds, is one line of the run's folded
 off-CPU stacks (offcpu.folded), which the rules of rules/sched.smk draw as
-off-CPU flame graphs and, between records named by `compare:`, differential
+off-CPU flame graphs and, between records named by `flamegraph_pairs:`, differential
 ones. Switch-outs of runnable threads (preemption) are the timeline's
 concern, not blocking, and are left out.
 
@@ -72,9 +72,9 @@ class OffCpu(Wrapper):
     def needs_flame_tools(self) -> bool:
         return True
 
-    def targets(self, campaign: str, records: list[str], nb_runs: int, compare: list[tuple[str, str]]) -> list[str]:
+    def targets(self, campaign: str, records: list[str], nb_runs: int, pairs: list[tuple[str, str]]) -> list[str]:
         out = [f"{layout.run_dir(campaign, r, i)}/offcpu.svg" for r in records for i in range(1, nb_runs + 1)]
-        out += [layout.offcpu_diff(campaign, layout.flat(a), layout.flat(b)) for a, b in compare]
+        out += [layout.offcpu_diff(campaign, layout.flat(a), layout.flat(b)) for a, b in pairs]
         return out
 
     def prefix(self, ctx: Context) -> list[str]:

@@ -282,7 +282,7 @@ class PerfRecord(Wrapper):
         data = run_dir / RECORD_FILE
         return {SPIN_SHARE: spin_share(data, str(self.spec["spin"])) if data.exists() else None}
 
-    def targets(self, campaign: str, records: list[str], nb_runs: int, compare: list[tuple[str, str]]) -> list[str]:
+    def targets(self, campaign: str, records: list[str], nb_runs: int, pairs: list[tuple[str, str]]) -> list[str]:
         """perf report and a flame graph per run, folded stacks per record, declared diffs."""
         out: list[str] = []
         for record in records:
@@ -290,7 +290,7 @@ class PerfRecord(Wrapper):
                 rdir = layout.run_dir(campaign, record, i)
                 out += [f"{rdir}/perf.report", f"{rdir}/flamegraph.svg"]
             out.append(layout.folded(campaign, layout.flat(record)))
-        out += [layout.diff_flamegraph(campaign, layout.flat(a), layout.flat(b)) for a, b in compare]
+        out += [layout.diff_flamegraph(campaign, layout.flat(a), layout.flat(b)) for a, b in pairs]
         return out
 
     def prefix(self, ctx: Context) -> list[str]:

@@ -99,7 +99,7 @@ class SchedTimeline(Wrapper):
     def declared_metrics(self) -> list[str]:
         return list(METRICS)
 
-    def targets(self, campaign: str, records: list[str], nb_runs: int, compare: list[tuple[str, str]]) -> list[str]:
+    def targets(self, campaign: str, records: list[str], nb_runs: int, pairs: list[tuple[str, str]]) -> list[str]:
         return [
             gantt(layout.run_dir(campaign, r, i), ext)
             for r in records

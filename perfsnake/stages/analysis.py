@@ -142,11 +142,11 @@ def bottleneck_flags(record_runs: list[dict]) -> list[str]:
 
 def comparison_rows(results: list[dict], info: CampaignInfo) -> list[dict[str, object]]:
     """Welch's tests between records one variable apart, limited to
-    statistics.compare (variables) and statistics.metrics when given, with
+    statistics.test_variables and statistics.metrics when given, with
     p-values adjusted over all of them (statistics.correction)."""
     stats = info.statistics
     variables = list(info.variables)
-    compared = stats.compare or variables
+    compared = stats.test_variables or variables
     rows = []
     for metric in numeric_metrics(results):
         if stats.metrics and metric not in stats.metrics:

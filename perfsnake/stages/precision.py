@@ -53,7 +53,7 @@ def decide_round(
 
 def comparisons(c: Campaign) -> list[tuple[str, str, str]]:
     """(record a, record b, variable) of the records one variable apart that
-    statistics.compare and baseline select: the pairs comparisons.csv has."""
+    statistics.test_variables and baseline select: the pairs comparisons.csv has."""
     from perfsnake.statistics.records import pairs
 
     stats = Statistics.from_dict(c.data["statistics"])
@@ -62,7 +62,7 @@ def comparisons(c: Campaign) -> list[tuple[str, str, str]]:
     values = {v: list(dict.fromkeys(value_text(r.values[v]) for r in c.records)) for v in c.variables}
     out = []
     for a, b, var in pairs(list(keys), list(c.variables), stats.baseline, values):
-        if not stats.compare or var in stats.compare:
+        if not stats.test_variables or var in stats.test_variables:
             out.append((keys[a], keys[b], var))
     return out
 

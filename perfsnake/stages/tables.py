@@ -417,7 +417,7 @@ def flame_entries(campaign: Campaign, targets: Sequence[str]) -> list[dict[str, 
             out.append({"path": t, "title": f"{record_label(vals, varying) if vals else rel}, {run.replace('-', ' ')}"})
     from perfsnake import layout
 
-    for a, b in campaign.compare:
+    for a, b in campaign.flamegraph_pairs:
         path = layout.diff_flamegraph(campaign.name, layout.flat(a), layout.flat(b))
         if path in targets:
             va, vb = records[a], records[b]

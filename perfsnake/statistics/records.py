@@ -22,7 +22,7 @@ from perfsnake.schema import schema_defaults
 
 #: Optional statistics keys without a default; every other default is the
 #: schema's (config/schemas/campaign.schema.yaml), written there once.
-UNSET = {"baseline": None, "compare": None, "metrics": None}
+UNSET = {"baseline": None, "test_variables": None, "metrics": None}
 
 
 def options(info: Mapping[str, object]) -> dict[str, object]:
