@@ -480,7 +480,7 @@ def reproduce_md(
 
 def build(config: dict, overrides: list[str], output: str | None, allow_failed: bool, extra: list[str]) -> Path:
     """Pack the one campaign the configuration names. Raises ArtifactError before writing anything."""
-    from perfsnake.outcomes import failed_runs
+    from perfsnake.failed_runs import failed_runs
     from perfsnake.planning import index_from_config
 
     plan = index_from_config(config, measuring=False)

@@ -34,7 +34,7 @@ import yaml
 
 from perfsnake import ROOT
 from perfsnake.errors import CampaignError
-from perfsnake.outcomes import failed_runs, set_aside
+from perfsnake.failed_runs import failed_runs, set_aside
 from perfsnake.planning import campaign_files, index_from_config
 
 

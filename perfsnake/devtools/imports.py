@@ -51,7 +51,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.campaign.load": 4,
     "perfsnake.figures": 4,
     "perfsnake.planning": 5,
-    "perfsnake.outcomes": 6,
+    "perfsnake.failed_runs": 6,
     "perfsnake.scripting": 6,
     "perfsnake.stages": 6,
     "perfsnake.artifact": 7,
