@@ -6,7 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
 from perfsnake.instruments.offcpu import fold_run  # noqa: E402
-from perfsnake.scripting import logged  # noqa: E402
+from perfsnake.script_helpers import logged  # noqa: E402
 
 sm = snakemake  # noqa: F821
 

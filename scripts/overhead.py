@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
 from perfsnake.contract import CampaignInfo  # noqa: E402
-from perfsnake.scripting import logged  # noqa: E402
+from perfsnake.script_helpers import logged  # noqa: E402
 from perfsnake.stages.analysis import overhead_rows  # noqa: E402
 from perfsnake.statistics.records import write_csv  # noqa: E402
 

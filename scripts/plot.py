@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
 from perfsnake.contract import CampaignInfo  # noqa: E402
-from perfsnake.scripting import campaign_of, logged, unflow  # noqa: E402
+from perfsnake.script_helpers import campaign_of, logged, unflow  # noqa: E402
 from perfsnake.stages.report import draw  # noqa: E402
 
 sm = snakemake  # noqa: F821

@@ -6,7 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
 from perfsnake.contract import CampaignInfo  # noqa: E402
-from perfsnake.scripting import campaign_of, logged  # noqa: E402
+from perfsnake.script_helpers import campaign_of, logged  # noqa: E402
 from perfsnake.stages import tables  # noqa: E402
 
 sm = snakemake  # noqa: F821

@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
-from perfsnake.scripting import logged, unflow  # noqa: E402
+from perfsnake.script_helpers import logged, unflow  # noqa: E402
 from perfsnake.stages import why  # noqa: E402
 
 sm = snakemake  # noqa: F821

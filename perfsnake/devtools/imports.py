@@ -52,7 +52,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.figures": 4,
     "perfsnake.planning": 5,
     "perfsnake.failed_runs": 6,
-    "perfsnake.scripting": 6,
+    "perfsnake.script_helpers": 6,
     "perfsnake.stages": 6,
     "perfsnake.artifact": 7,
     "perfsnake.compare": 7,
