@@ -12,7 +12,7 @@ rule analyse:
         baselines=baseline_inputs,
         # History gates read the campaign's machine state (its aggregated JSON).
         rows=history_gate_inputs,
-        # The campaign's layout noise floor, if it measures one (rules/floor.smk).
+        # The campaign's layout noise floor, if it measures one (rules/noise_floor.smk).
         floor=floor_inputs,
         code=page_code(
             "stages/analysis.py",
@@ -23,7 +23,7 @@ rule analyse:
             "statistics/tests.py",
             "statistics/modes.py",
             "gates.py",
-            "floor.py",
+            "noise_floor.py",
         ),
     output:
         summary="results/{campaign}/summary.csv",

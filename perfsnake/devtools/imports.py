@@ -33,7 +33,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.importers": 1,  # other tools' files, parsed
     "perfsnake.contract": 2,  # what a stage knows of its campaign (CampaignInfo): planning -> stages
     "perfsnake.precision": 2,
-    "perfsnake.floor": 2,
+    "perfsnake.noise_floor": 2,
     "perfsnake.bisect": 2,
     "perfsnake.versions": 2,
     "perfsnake.benchmarks": 2,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsnake import floor, gates, layout, profile_differences
+from perfsnake import gates, layout, noise_floor, profile_differences
 from perfsnake.contract import CampaignInfo
 from perfsnake.escape import record_path, value_text
 from perfsnake.machine.monitor import THRESHOLD
@@ -308,7 +308,7 @@ def analyse(
     rows = summary_rows(results, info)
     verdicts = gate_rows(results, info, baselines)
     if floors is not None:
-        floor.mark_gates(verdicts, floors, variables)
+        noise_floor.mark_gates(verdicts, floors, variables)
     if verdicts:
         # The worst verdict of a record's gates on a metric, beside its statistics.
         for row in rows:
@@ -331,7 +331,7 @@ def analyse(
         table = layout.why_symbols(name, layout.flat(str(row["record_a"])), layout.flat(str(row["record_b"])))
         row["profile"] = str(Path(table).relative_to(layout.campaign_dir(name)))
     if floors is not None:
-        floor.mark_comparisons(comps, floors)
+        noise_floor.mark_comparisons(comps, floors)
     write_csv(comparisons, comps, ["metric", "variable", "a", "b", "fixed"])
     write_significant(
         significant,

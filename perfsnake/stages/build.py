@@ -9,7 +9,7 @@ from pathlib import Path
 from perfsnake import layout
 from perfsnake.benchmarks.base import Benchmark, BuildContext, source_key
 from perfsnake.platforms import Local, make_platform
-from perfsnake.stages import layouts
+from perfsnake.stages import layout_builds
 
 
 class BuildError(RuntimeError):
@@ -48,13 +48,13 @@ def build_from_spec(spec_json: str, output: str, log_file: str, inputs: list[str
     build_dir = Path(output).resolve()
     params = dict(spec["params"])
     # A noise-floor campaign's layout build: the benchmark's own build, with
-    # the function order shuffled by the linker (perfsnake.stages.layouts).
+    # the function order shuffled by the linker (perfsnake.stages.layout_builds).
     seed = params.pop(layout.FLOOR_VARIABLE, None)
     source = bench.source_for(params)
     src_dir = layout.here(layout.source_dir(source_key(source))).resolve() if source else None
     script = bench.build_script(BuildContext(params, build_dir, src_dir, threads))
     if seed is not None:
-        script = layouts.build_preamble(seed, build_dir) + script
+        script = layout_builds.build_preamble(seed, build_dir) + script
     build(script, build_dir, Path(log_file), spec["platform"], inputs)
 
 

@@ -28,7 +28,7 @@ from perfsnake.escape import value_text
 from perfsnake.hostlock import host_lock
 from perfsnake.instruments.base import Context
 from perfsnake.machine import state as machine_state
-from perfsnake.stages import layouts, servers
+from perfsnake.stages import layout_builds, servers
 
 if TYPE_CHECKING:
     from perfsnake.campaign import Campaign
@@ -412,7 +412,7 @@ def run_script(index: CampaignIndex, name: str, record_path: str, run: int, work
     env: dict[str, object] = {}
     if c.floor_of:  # a layout build's run: the initial stack moves with the environment's size
         largest = int(index.campaigns[c.floor_of].data["noise_floor"]["max_padding"])
-        env[layouts.PAD_VARIABLE] = layouts.padding(record_path, run, largest)
+        env[layout_builds.PAD_VARIABLE] = layout_builds.padding(record_path, run, largest)
     return rdir, command_text(rdir, body, env, header=header)
 
 

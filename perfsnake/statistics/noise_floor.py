@@ -1,6 +1,6 @@
 """The layout noise floor's statistics: how far apart two builds of the same
 source can measure, from one record's runs grouped by build (the campaign
-side, builds and marking comparisons: perfsnake.floor, stages.floor).
+side, builds and marking comparisons: perfsnake.noise_floor, stages.noise_floor).
 
 Model: one-way random effects, x_ij = mu + L_i + e_ij, with layout effects
 L_i ~ N(0, s_L^2) and run noise e_ij ~ N(0, s_e^2). s_L^2 is estimated by

@@ -1,6 +1,6 @@
-"""Noise floor stage (rules/floor.smk): each selected record's floor from
+"""Noise floor stage (rules/noise_floor.smk): each selected record's floor from
 the runs of its layout builds (perfsnake.statistics.noise_floor; how they are
-built and run: stages.layouts)."""
+built and run: stages.layout_builds)."""
 
 from __future__ import annotations
 

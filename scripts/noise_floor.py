@@ -1,4 +1,4 @@
-"""Snakemake entry point of the noise_floor rule (logic in perfsnake.stages.floor)."""
+"""Snakemake entry point of the noise_floor rule (logic in perfsnake.stages.noise_floor)."""
 
 import json
 import sys
@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
 from perfsnake.contract import CampaignInfo  # noqa: E402
 from perfsnake.script_helpers import logged  # noqa: E402
-from perfsnake.stages.floor import write  # noqa: E402
+from perfsnake.stages.noise_floor import write  # noqa: E402
 
 sm = snakemake  # noqa: F821
 

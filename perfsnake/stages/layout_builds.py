@@ -1,5 +1,5 @@
 """Layout builds and runs of a noise-floor campaign (`noise_floor`; the floor
-itself: perfsnake.floor, stages.floor). Imported by the build and run
+itself: perfsnake.noise_floor, stages.noise_floor). Imported by the build and run
 stages, so nothing heavy here.
 
 A layout build is the benchmark's own build with `cc`, `gcc`, `c++` and

@@ -2,15 +2,15 @@
 # times with a shuffled function order and run under environment padding
 # (campaign <name>__floor, never in the statistics); the spread across
 # builds is each record's noise floor, which marks the comparisons and gates
-# of the analysis (perfsnake.statistics.noise_floor, perfsnake.floor,
-# perfsnake.stages.floor).
+# of the analysis (perfsnake.statistics.noise_floor, perfsnake.noise_floor,
+# perfsnake.stages.noise_floor).
 
 
 rule noise_floor:
     input:
         results="results/{campaign}__floor/results.json",
         code=layout.package_code(
-            "stages/floor.py", "statistics/noise_floor.py", "statistics/records.py"
+            "stages/noise_floor.py", "statistics/noise_floor.py", "statistics/records.py"
         ),
     output:
         "results/{campaign}/floor/noise_floor.csv",
@@ -22,7 +22,7 @@ rule noise_floor:
     params:
         campaign=campaign_info,
     script:
-        "../scripts/floor.py"
+        "../scripts/noise_floor.py"
 
 
 rule noise_floor_page:
@@ -40,4 +40,4 @@ rule noise_floor_page:
     conda:
         "../envs/analysis.yaml"
     script:
-        "../scripts/floor_page.py"
+        "../scripts/noise_floor_page.py"

@@ -16,7 +16,7 @@ import pytest
 from helpers import ROOT, snakemake, write_campaign
 from scipy import stats
 
-from perfsnake import floor
+from perfsnake import noise_floor
 from perfsnake.campaign import load_campaigns
 from perfsnake.errors import CampaignError
 from perfsnake.statistics.noise_floor import layout_floor
@@ -64,8 +64,8 @@ def test_a_deterministic_metric_has_an_exact_floor():
 
 
 def test_within_needs_every_floor():
-    assert floor.within(0.02, 0.03, 0.05) and not floor.within(0.04, 0.03, 0.05)
-    assert floor.within(-0.02, 0.03) and not floor.within(0.02, 0.03, math.nan) and not floor.within(0.0)
+    assert noise_floor.within(0.02, 0.03, 0.05) and not noise_floor.within(0.04, 0.03, 0.05)
+    assert noise_floor.within(-0.02, 0.03) and not noise_floor.within(0.02, 0.03, math.nan) and not noise_floor.within(0.0)
 
 
 def test_comparisons_and_gates_are_marked():
@@ -75,7 +75,7 @@ def test_comparisons_and_gates_are_marked():
         {"metric": "m", "record_a": "v-1", "record_b": "v-2", "relative_difference": -0.045},
         {"metric": "m", "record_a": "v-1", "record_b": "v-3", "relative_difference": 0.01},
     ]
-    floor.mark_comparisons(rows, floors)
+    noise_floor.mark_comparisons(rows, floors)
     assert [r.get("layout_noise") for r in rows] == [floor.WITHIN, "beyond layout noise", None]
     assert rows[2]["floor_a"] == 0.05 and rows[2]["floor_b"] == ""
     gates = [
@@ -83,7 +83,7 @@ def test_comparisons_and_gates_are_marked():
         {"v": "2", "metric": "m", "verdict": "fail", "difference": -6.0, "baseline_mean": 100.0, "reason": "r"},
         {"v": "1", "metric": "m", "verdict": "fail", "kind": "absolute", "reason": "r"},
     ]
-    floor.mark_gates(gates, floors, ["v"])
+    noise_floor.mark_gates(gates, floors, ["v"])
     assert gates[0]["verdict"] == "inconclusive" and "-3.00% is within layout noise (floor 5.00%)" in gates[0]["reason"]
     assert gates[1]["verdict"] == "fail" and gates[2]["verdict"] == "fail"
 
