@@ -7,8 +7,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
 from perfsnake.contract import CampaignInfo  # noqa: E402
-from perfsnake.noise_floor import read as read_floors  # noqa: E402
 from perfsnake.gates import baseline_dirs, history_baselines  # noqa: E402
+from perfsnake.noise_floor import read as read_floors  # noqa: E402
 from perfsnake.script_helpers import campaign_of, logged  # noqa: E402
 from perfsnake.stages.analysis import analyse  # noqa: E402
 

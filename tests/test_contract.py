@@ -32,7 +32,13 @@ RICH = {
     "nb_runs": 4,
     "pretty": {"n": {"1": "one", "2": "two"}},
     # an integer where the schema's default is a float: kept as given, never converted
-    "statistics": {"baseline": {"n": 1}, "test_variables": ["n"], "metrics": ["v"], "confidence": 0.9, "unstable_max_min": 2},
+    "statistics": {
+        "baseline": {"n": 1},
+        "test_variables": ["n"],
+        "metrics": ["v"],
+        "confidence": 0.9,
+        "unstable_max_min": 2,
+    },
     "references": [
         {"metric": "v", "upper": 3},
         {"metric": "v", "baseline": {"n": 1}, "max_regression": "5%", "better": "lower"},

@@ -65,7 +65,9 @@ def test_a_deterministic_metric_has_an_exact_floor():
 
 def test_within_needs_every_floor():
     assert noise_floor.within(0.02, 0.03, 0.05) and not noise_floor.within(0.04, 0.03, 0.05)
-    assert noise_floor.within(-0.02, 0.03) and not noise_floor.within(0.02, 0.03, math.nan) and not noise_floor.within(0.0)
+    assert (
+        noise_floor.within(-0.02, 0.03) and not noise_floor.within(0.02, 0.03, math.nan) and not noise_floor.within(0.0)
+    )
 
 
 def test_comparisons_and_gates_are_marked():
@@ -76,7 +78,7 @@ def test_comparisons_and_gates_are_marked():
         {"metric": "m", "record_a": "v-1", "record_b": "v-3", "relative_difference": 0.01},
     ]
     noise_floor.mark_comparisons(rows, floors)
-    assert [r.get("layout_noise") for r in rows] == [floor.WITHIN, "beyond layout noise", None]
+    assert [r.get("layout_noise") for r in rows] == [noise_floor.WITHIN, "beyond layout noise", None]
     assert rows[2]["floor_a"] == 0.05 and rows[2]["floor_b"] == ""
     gates = [
         {"v": "1", "metric": "m", "verdict": "fail", "difference": -3.0, "baseline_mean": 100.0, "reason": "r"},
@@ -168,6 +170,6 @@ def test_layout_builds_move_a_function_and_an_unchanged_program_never_differs(tm
     with (tmp_path / "results/nf/comparisons.csv").open() as f:
         comps = {r["metric"]: r for r in csv.DictReader(f)}
     assert float(comps["iterations"]["relative_difference"]) == 0
-    assert comps["iterations"]["layout_noise"] == floor.WITHIN
+    assert comps["iterations"]["layout_noise"] == noise_floor.WITHIN
     header = (tmp_path / "results/nf/floor/noise_floor.csv").read_text().splitlines()[0]
     assert header.startswith("label,metric,layouts,runs,mean,floor,floor_low,floor_high")

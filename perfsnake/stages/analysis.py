@@ -234,10 +234,10 @@ def significant_document(
             "bh": "Benjamini-Hochberg-adjusted (false-discovery rate)",
         }.get(correction, "uncorrected")
         raw = sum(float(r["p_value"]) < float(r["alpha"]) for r in rows)  # type: ignore[arg-type]
-        noise = sum(r.get("layout_noise") == floor.WITHIN for r in sig)
+        noise = sum(r.get("layout_noise") == noise_floor.WITHIN for r in sig)
         doc.add(Paragraph(
             f"{len(sig)} of {len(rows)} comparisons significant on {how} p-values ({raw} before correction)"
-            + (f"; {noise} of them {floor.WITHIN}." if noise else ".")
+            + (f"; {noise} of them {noise_floor.WITHIN}." if noise else ".")
         ))  # fmt: skip
     items = [
         f"{r['metric']}: {r['variable']} {r['b']} vs {r['a']} ({r['fixed'] or 'no other variable'}): "
@@ -245,8 +245,8 @@ def significant_document(
         f"difference CI [{float(r['diff_ci_low']):.4g}, {float(r['diff_ci_high']):.4g}]"  # type: ignore[arg-type]
         + (" - why: differential profile in why/why.md" if r.get("profile") else "")
         + (
-            f" - {floor.WITHIN} (floors {float(r['floor_a']):.2%} and {float(r['floor_b']):.2%})"  # type: ignore[arg-type]
-            if r.get("layout_noise") == floor.WITHIN
+            f" - {noise_floor.WITHIN} (floors {float(r['floor_a']):.2%} and {float(r['floor_b']):.2%})"  # type: ignore[arg-type]
+            if r.get("layout_noise") == noise_floor.WITHIN
             else ""
         )
         for r in sig
