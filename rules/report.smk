@@ -23,7 +23,7 @@ rule plot:
         rows="results/{campaign}/{campaign}.json",
         info="results/{campaign}/campaign.json",
         code=layout.package_code(
-            "stages/report.py",
+            "stages/plots.py",
             "statistics/summaries.py",
             "statistics/intervals.py",
             "statistics/subsessions.py",
@@ -56,7 +56,7 @@ rule figure:
     input:
         rows=figure_rows,
         code=layout.package_code(
-            "stages/report.py",
+            "stages/plots.py",
             "statistics/summaries.py",
             "statistics/intervals.py",
             "statistics/subsessions.py",

@@ -6,7 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
 from perfsnake.script_helpers import logged, unflow  # noqa: E402
-from perfsnake.stages.report import draw_figure  # noqa: E402
+from perfsnake.stages.plots import draw_figure  # noqa: E402
 
 sm = snakemake  # noqa: F821
 

@@ -1,4 +1,4 @@
-"""Snakemake entry point of the plot rule (logic in perfsnake.stages.report)."""
+"""Snakemake entry point of the plot rule (logic in perfsnake.stages.plots)."""
 
 import json
 import sys
@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 
 from perfsnake.contract import CampaignInfo  # noqa: E402
 from perfsnake.script_helpers import campaign_of, logged, unflow  # noqa: E402
-from perfsnake.stages.report import draw  # noqa: E402
+from perfsnake.stages.plots import draw  # noqa: E402
 
 sm = snakemake  # noqa: F821
 

@@ -14,7 +14,7 @@ import pytest
 from perfsnake.campaign import load_campaign
 from perfsnake.contract import CampaignInfo
 from perfsnake.errors import CampaignError
-from perfsnake.stages.report import METRIC, VALUE, chart, draw, parse_units, summarise
+from perfsnake.stages.plots import METRIC, VALUE, chart, draw, parse_units, summarise
 
 LOCKS = ["pthread", "cas", "mcs"]  # campaign order, not alphabetical
 INFO = CampaignInfo.from_dict(

@@ -23,7 +23,7 @@ import pandas as pd
 
 from perfsnake.contract import CampaignInfo
 from perfsnake.escape import value_text
-from perfsnake.stages.report import INK, SI_AXIS
+from perfsnake.stages.plots import INK, SI_AXIS
 from perfsnake.statistics.changepoints import find_steps
 from perfsnake.statistics.records import samples_by_record
 from perfsnake.statistics.summaries import summarise
