@@ -26,6 +26,7 @@ KEY=VALUE pairs as Snakemake's (campaign=PATH selects one campaign file).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -127,6 +128,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _batches_of(run_dirs: list[Path]) -> list[Path]:
+    """The markers of the batches these runs belong to (each marker lists its runs' status files)."""
+    from perfsnake import layout
+
+    wanted = {str(rdir / "status.json") for rdir in run_dirs}
+    found = []
+    for name in dict.fromkeys(rdir.parts[1] for rdir in run_dirs):
+        for marker in sorted(Path(layout.batch_marker(name, 1, 1)).parent.glob("*.json")):
+            try:
+                runs = json.loads(marker.read_text())["runs"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if wanted.intersection(runs):
+                found.append(marker)
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -212,10 +230,16 @@ def main(argv: list[str] | None = None) -> int:
         print("no failed runs")
     extra = [a for a in args.snakemake_args if a != "--"]
     # Snakemake does not rebuild missing intermediate files of an up-to-date
-    # CSV by itself, so the set-aside runs are requested explicitly.
+    # CSV by itself, so the set-aside runs are requested explicitly; a
+    # batched run through its batch, whose marker goes (the batch job then
+    # runs only its runs without a status: these).
     # `-m`: an environment need not have the snakemake script beside python.
     cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "all"]
-    cmd += [str(rdir / "status.json") for rdir in failed]
+    batched = {name for name in plan.campaigns if plan.batches.batched(name)}
+    cmd += [str(rdir / "status.json") for rdir in failed if rdir.parts[1] not in batched]
+    for marker in _batches_of([rdir for rdir in failed if rdir.parts[1] in batched]):
+        marker.unlink()
+        cmd.append(str(marker))
     if args.config:
         cmd += ["--config", *args.config]
     cmd += extra

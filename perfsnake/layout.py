@@ -27,6 +27,8 @@ BKEY_RE = r"[^/]+"
 SOURCE_RE = r"[^/.][^/]*"
 PLOT_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 FLAT_RE = r"[^/~]+"
+#: a batch of runs' name: the round that planned it (1: the first plan) and its place in that round
+BATCH_RE = r"r[1-9][0-9]*-b[1-9][0-9]*"
 TOOL_RE = "psrun|psplace"
 STATIC_TOOL_RE = "psrun"
 
@@ -39,6 +41,7 @@ WILDCARDS = {
     "source": SOURCE_RE,
     "plot": PLOT_RE,
     "figure": PLOT_RE,
+    "batch": BATCH_RE,
 }
 
 
@@ -96,6 +99,21 @@ def split_status(campaign: str, status: str) -> tuple[str, int]:
     rel = text[text.index(prefix) + len(prefix) :]
     record, _, rest = rel.rpartition("/run-")
     return record, int(rest.split("/", 1)[0])
+
+
+def batch_marker(campaign: str, round_number: int | str, k: int | str) -> str:
+    """What a job executing a batch of runs declares as its output (each run keeps its own files)."""
+    return f"{RESULTS}/{campaign}/runs/batches/r{round_number}-b{k}.json"
+
+
+def split_batch(campaign: str, marker: str) -> tuple[int, int] | None:
+    """(round, place) of a batch marker of the campaign; None for any other path."""
+    prefix = f"{RESULTS}/{campaign}/runs/batches/r"
+    text = str(marker)
+    if not text.startswith(prefix) or not text.endswith(".json"):
+        return None
+    round_text, _, k = text[len(prefix) : -len(".json")].partition("-b")
+    return (int(round_text), int(k)) if round_text.isdigit() and k.isdigit() else None
 
 
 def server_dir(campaign: str, key: str) -> str:

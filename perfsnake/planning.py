@@ -7,6 +7,7 @@ call `INDEX.<owner>.<method>`):
     builds    the builds, sources and tools the runs need, and their rebuild triggers
     rounds    which runs a campaign starts with and may get (precision, decide, bisect)
     runs      the runs' order and what re-runs a run or its parsing
+    batches   which runs one job executes (`batch`), and the batch jobs' markers
     targets   what `all` asks for
     reports   what the analysis and report rules read beyond a campaign's results
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -284,6 +286,135 @@ class Runs:
         return json.dumps(data, sort_keys=True)
 
 
+#: `batch: auto` batches a campaign whose timeout_s bounds each run to at most this many seconds
+AUTO_SHORT_RUN_S = 1.0
+#: `batch: auto`: a batch holds as many runs as fit, by their timeouts, in this many seconds
+AUTO_BATCH_SPAN_S = 60.0
+#: `batch: auto`: at most this many runs per batch (a batch's marker lists them)
+AUTO_MAX_BATCH = 1000
+
+#: A run of a campaign: (record path, run number).
+Slot = tuple[str, int]
+
+
+@dataclass
+class Batches:
+    """Runs executed by one job: chunks of `batch` consecutive runs in the
+    campaign's order, per round (round 1: the first plan; round r > 1: the
+    runs precision's round r - 1 added). A batch job's declared output is its
+    marker (layout.batch_marker), never its runs' status.json: Snakemake
+    deletes a job's outputs before running it again, and a batch killed in
+    its middle must keep the runs it finished. Batch size 1 is today's DAG:
+    one run job per run, no markers."""
+
+    campaigns: dict[str, Campaign]
+    derived: Derived
+    runs: Runs
+    instrument_targets: Callable[[str], list[str]]
+    _sizes: dict[str, int] = field(default_factory=dict)
+    _chunks: dict[str, list[list[Slot]]] = field(default_factory=dict)
+    _specs: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in self.campaigns:
+            self._sizes[name] = self._size(name)  # an impossible batch: key is refused here, before anything runs
+
+    def _blocker(self, name: str) -> str | None:
+        """Why the campaign's runs must stay one job each (None when they may be batched)."""
+        c = self.campaigns[name]
+        if c.control_of or self.derived.controls(name):
+            return "its control runs interleave with its runs one by one"
+        if c.bisect:
+            return "bisection steps ask for single runs"
+        if self.instrument_targets(name):
+            return "its instruments post-process each run (a rule per run reads its status.json)"
+        return None
+
+    def _size(self, name: str) -> int:
+        c = self.campaigns[name]
+        if c.imported or c.why_of or c.floor_of or c.control_of:
+            return 1  # no runs, or a derived campaign whose runs other rules ask for one by one
+        setting = c.data.get("batch", "auto")
+        blocker = self._blocker(name)
+        if setting == "auto":
+            # Only the timeout bounds a run's length before it ran, and the
+            # plan must be the same at every invocation (a size read from
+            # measured runs would re-plan, and re-collect, on the next one).
+            if blocker or c.timeout_s is None or c.timeout_s > AUTO_SHORT_RUN_S:
+                return 1
+            return max(1, min(AUTO_MAX_BATCH, int(AUTO_BATCH_SPAN_S / c.timeout_s)))
+        size = int(setting)
+        if size > 1 and blocker:
+            raise CampaignError(c.origin, "batch", f"{size}: not possible here, {blocker} (use batch: 1 or auto)")
+        return size
+
+    def size(self, name: str) -> int:
+        return self._sizes[name]
+
+    def batched(self, name: str) -> bool:
+        return self._sizes[name] > 1
+
+    def chunks(self, name: str, plan: dict[str, list[int]]) -> list[list[Slot]]:
+        """A plan's runs in the campaign's order, cut into batches."""
+        slots = sorted(((p, i) for p, runs in plan.items() for i in runs), key=lambda s: self.runs.run_order(name, *s))
+        size = self._sizes[name]
+        return [slots[k : k + size] for k in range(0, len(slots), size)]
+
+    def first_chunks(self, name: str) -> list[list[Slot]]:
+        if name not in self._chunks:
+            self._chunks[name] = self.chunks(name, Rounds(self.campaigns).first_plan(name))
+        return self._chunks[name]
+
+    def markers(self, name: str, round_number: int, plan: dict[str, list[int]]) -> list[str]:
+        """The markers of the batches of one round's runs (`plan`)."""
+        chunks = self.first_chunks(name) if round_number == 1 else self.chunks(name, plan)
+        return [layout.batch_marker(name, round_number, k) for k in range(1, len(chunks) + 1)]
+
+    def first_markers(self, name: str) -> list[str]:
+        return [layout.batch_marker(name, 1, k) for k in range(1, len(self.first_chunks(name)) + 1)]
+
+    def runs_of(self, name: str, round_number: int, k: int, added: dict[str, list[int]] | None = None) -> list[Slot]:
+        """The runs of batch k of a round; `added`: the runs the previous round added (round > 1)."""
+        chunks = self.first_chunks(name) if round_number == 1 else self.chunks(name, added or {})
+        return chunks[k - 1]
+
+    def records_of(self, name: str, round_number: int, k: int, added: dict[str, list[int]] | None = None) -> list[str]:
+        return list(dict.fromkeys(p for p, _ in self.runs_of(name, round_number, k, added)))
+
+    def spec(self, name: str) -> str:
+        """What a batch job re-runs on (its params): every record's run spec and
+        what cuts the plan into batches. A re-run batch measures again only
+        the runs whose own spec or builds changed (stages.run.execute_batch)."""
+        if name not in self._specs:
+            c = self.campaigns[name]
+            data = {"size": self._sizes[name], "nb_runs": c.nb_runs, "order": c.data["order"], "seed": c.data["seed"],
+                    "runs": [self.runs.run_spec(name, r.path) for r in c.records]}  # fmt: skip
+            self._specs[name] = json.dumps(data, sort_keys=True)
+        return self._specs[name]
+
+    def order_of_marker(self, name: str, marker: str) -> int:
+        """The scheduler's position of a batch job: its first run's (round 1);
+        a later round's batches follow the round's order (only one round of a
+        campaign is ever waiting)."""
+        found = layout.split_batch(name, marker)
+        if found is None:
+            raise ValueError(marker)
+        round_number, k = found
+        if round_number == 1:
+            return self.runs.run_order(name, *self.first_chunks(name)[k - 1][0])
+        return sorted(self.campaigns).index(name) * 10**9 + k
+
+    def runtime(self) -> int:
+        """Minutes a batch job may take (a cluster's wall-time limit): the most
+        runs' timeouts of a batch plus 5 minutes; 30 per run without a timeout."""
+        longest = [
+            self._sizes[n] * (c.timeout_s if c.timeout_s is not None else 1800.0)
+            for n, c in self.campaigns.items()
+            if self._sizes[n] > 1
+        ]
+        return math.ceil(max(longest, default=0.0) / 60) + 5
+
+
 @dataclass
 class Targets:
     """What `all` asks for: each campaign's products, its instruments' and the figures'."""
@@ -409,6 +540,7 @@ class CampaignIndex:
     builds: Builds = field(init=False)
     rounds: Rounds = field(init=False)
     runs: Runs = field(init=False)
+    batches: Batches = field(init=False)
     targets: Targets = field(init=False)
     reports: Reports = field(init=False)
 
@@ -418,6 +550,7 @@ class CampaignIndex:
         self.rounds = Rounds(self.campaigns)
         self.runs = Runs(self.campaigns, self.derived)
         self.targets = Targets(self.campaigns, self.figures, self.derived)
+        self.batches = Batches(self.campaigns, self.derived, self.runs, self.targets.instrument_targets)
         self.reports = Reports(self.campaigns, self.figures)
 
     # The invocation-wide questions modules outside the rules ask (the run
@@ -427,6 +560,14 @@ class CampaignIndex:
 
     def all_targets(self) -> list[str]:
         return self.targets.all_targets()
+
+    def order_of_output(self, output: str) -> int:
+        """The scheduler's position of the job writing `output`: a run's status
+        file or a batch's marker (the scheduler plugin asks)."""
+        campaign = str(output).split("/", 2)[1]
+        if layout.split_batch(campaign, output) is not None:
+            return self.batches.order_of_marker(campaign, output)
+        return self.runs.order_of_output(output)
 
     def campaign_targets(self, name: str) -> list[str]:
         return self.targets.campaign_targets(name)

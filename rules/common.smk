@@ -115,7 +115,63 @@ try:
 except ImportError:  # another scheduler: runs still never overlap
     pass
 else:
-    _scheduler.ORDER_OF_OUTPUT = INDEX.runs.order_of_output
+    _scheduler.ORDER_OF_OUTPUT = INDEX.order_of_output
+
+
+def batch_round(wildcards):
+    """(round, place) of the batch a run_batch job executes (r<round>-b<place>)."""
+    round_text, k = wildcards.batch[1:].split("-b")
+    return int(round_text), int(k)
+
+
+def batch_added(campaign, round_number):
+    """The runs the previous round added (round > 1), and its decision file."""
+    if round_number == 1:
+        return None, []
+    path = decision_file(campaign, round_number - 1)
+    added = {
+        p: r["add"] for p, r in json.loads(Path(path).read_text())["records"].items()
+    }
+    return added, [path]
+
+
+def batch_inputs(wildcards):
+    round_number, k = batch_round(wildcards)
+    added, decision = batch_added(wildcards.campaign, round_number)
+    records = INDEX.batches.records_of(wildcards.campaign, round_number, k, added)
+    needs = {
+        p: None for r in records for p in INDEX.builds.run_inputs(wildcards.campaign, r)
+    }
+    return [
+        *needs,
+        *decision,
+        ancient(INDEX.builds.ready_flag(wildcards.campaign)),
+    ]
+
+
+def batch_params(wildcards):
+    return INDEX.batches.spec(wildcards.campaign)
+
+
+def do_batch(wildcards, input, output, log):
+    round_number, k = batch_round(wildcards)
+    added, _ = batch_added(wildcards.campaign, round_number)
+    run_stage.execute_batch(
+        INDEX, wildcards.campaign, round_number, k, added, output[0], log[0]
+    )
+
+
+def run_files(campaign):
+    """The status files of the runs a campaign's collect reads (in its plan's order)."""
+    if INDEX.campaigns[campaign].bisect:
+        from perfsnake.stages import bisect as bisect_stage
+
+        return bisect_stage.collect_inputs(INDEX, step_file, campaign)
+    if INDEX.campaigns[campaign].precision is None:
+        return INDEX.rounds.run_targets(campaign)
+    from perfsnake.stages import precision as precision_stage
+
+    return precision_stage.collect_inputs(INDEX, decision_file, campaign)
 
 
 def do_run(wildcards):
@@ -137,15 +193,12 @@ def step_file(campaign, step):
 def collect_input(wildcards):
     if INDEX.campaigns[wildcards.campaign].imported:
         return INDEX.runs.imported_files(wildcards.campaign)
-    if INDEX.campaigns[wildcards.campaign].bisect:
-        from perfsnake.stages import bisect as bisect_stage
+    if INDEX.batches.batched(wildcards.campaign):
+        # The batches' markers; the job reads their runs' files (run_files).
+        from perfsnake.stages import precision as precision_stage
 
-        return bisect_stage.collect_inputs(INDEX, step_file, wildcards.campaign)
-    if INDEX.campaigns[wildcards.campaign].precision is None:
-        return INDEX.rounds.run_targets(wildcards.campaign)
-    from perfsnake.stages import precision as precision_stage
-
-    return precision_stage.collect_inputs(INDEX, decision_file, wildcards.campaign)
+        return precision_stage.batch_markers(INDEX, decision_file, wildcards.campaign)
+    return run_files(wildcards.campaign)
 
 
 def why_report_inputs(wildcards):
@@ -194,6 +247,10 @@ def do_bisect_report(wildcards, input, output, log):
 def precision_round_input(wildcards):
     from perfsnake.stages import precision as precision_stage
 
+    if INDEX.batches.batched(wildcards.campaign):
+        return precision_stage.batch_markers(
+            INDEX, decision_file, wildcards.campaign, int(wildcards.round)
+        )
     return precision_stage.round_inputs(
         INDEX, decision_file, wildcards.campaign, int(wildcards.round)
     )
@@ -209,16 +266,24 @@ def mark_builds_ready(input, output, log):
 def do_collect(wildcards, input, output, log):
     from perfsnake.stages import collect as collect_stage
 
+    runs = input.runs
+    if INDEX.batches.batched(wildcards.campaign):
+        runs = run_files(wildcards.campaign)
     collect_stage.collect_campaign(
-        INDEX, wildcards.campaign, input.runs, output[0], log[0], *input.decision
+        INDEX, wildcards.campaign, runs, output[0], log[0], *input.decision
     )
 
 
 def do_precision_round(wildcards, input, output, log):
     from perfsnake.stages import precision as precision_stage
 
+    runs = list(input)
+    if INDEX.batches.batched(wildcards.campaign):
+        runs = precision_stage.round_inputs(
+            INDEX, decision_file, wildcards.campaign, int(wildcards.round)
+        )
     precision_stage.decide_round(
-        INDEX, wildcards.campaign, int(wildcards.round), list(input), output[0], log[0]
+        INDEX, wildcards.campaign, int(wildcards.round), runs, output[0], log[0]
     )
 
 
@@ -273,6 +338,7 @@ def folded_inputs(wildcards):
 for _func in (
     run_inputs,
     run_params,
+    batch_params,
     build_input,
     build_params,
     fetch_params,

@@ -21,3 +21,26 @@ rule run:
         spec=run_params,
     run:
         do_run(wildcards)
+
+
+# A batch of runs (a campaign's `batch`: consecutive runs of its order) in one
+# job: Snakemake's cost per job is paid once per batch. Its declared output is
+# the batch's marker, not its runs' status.json, so a batch killed in its
+# middle keeps the runs it finished: the re-run executes only the others
+# (perfsnake.stages.run.execute_batch). Each run takes the host lock by
+# itself, so another invocation's run may come between two runs of a batch,
+# never inside one; bench_lock only keeps this invocation's own runs apart.
+rule run_batch:
+    input:
+        batch_inputs,
+    output:
+        "results/{campaign}/runs/batches/{batch}.json",
+    log:
+        "results/{campaign}/logs/batches/{batch}.log",
+    resources:
+        bench_lock=1,
+        runtime=INDEX.batches.runtime(),
+    params:
+        spec=batch_params,
+    run:
+        do_batch(wildcards, input, output, log)

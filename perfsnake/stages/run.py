@@ -459,6 +459,87 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
         say(line, {"kind": "failed", "campaign": name, "label": f"{record_path}/run-{run}"}, logging.WARNING)
 
 
+#: in a batched run's directory: what the run was measured under (its spec and builds), written before it starts
+SPEC_STAMP = ".run-spec"
+
+
+def run_stamp(index: CampaignIndex, name: str, record_path: str, workdir: Path) -> str:
+    """What a batched run was measured under: its spec (what re-runs a run job)
+    and the identity of its builds (their Snakemake timestamps), hashed."""
+    import hashlib
+
+    parts = [index.runs.run_spec(name, record_path)]
+    for need in index.builds.run_inputs(name, record_path):
+        path = workdir / need
+        stamp = path / ".snakemake_timestamp"  # a directory output's time, as Snakemake reads it
+        try:
+            parts.append(f"{need}:{(stamp if stamp.exists() else path).stat().st_mtime_ns}")
+        except OSError:
+            parts.append(f"{need}:missing")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _finished_under(rdir: Path, stamp: str) -> bool:
+    """The run ended (its launcher recorded how) under this stamp: a batch
+    that runs again keeps it. A launcher still finishing after an
+    interruption is waited for, as keep_finished_runs does."""
+    try:
+        if (rdir / SPEC_STAMP).read_text().strip() != stamp:
+            return False
+    except OSError:
+        return False
+    status = rdir / STATUS_FILE
+    if not _recorded(status):
+        _wait_for_launcher(rdir, LAUNCHER_WAIT_S)
+    return _recorded(status)
+
+
+def execute_batch(index: CampaignIndex, name: str, round_number: int, k: int,
+                  added: dict[str, list[int]] | None, marker: str, log_file: str) -> None:  # fmt: skip
+    """A batch job: each of its runs that has not finished under its current
+    spec runs (execute_run: its own host lock, hooks, progress line), in the
+    campaign's order; finished ones are kept. A run whose launcher aborts
+    does not stop the others; the job then fails (no marker), so the next
+    invocation runs only what is missing. The marker lists the batch's runs."""
+    workdir = Path.cwd()
+    runs = index.batches.runs_of(name, round_number, k, added)
+    kept: list[str] = []
+    measured: list[str] = []
+    aborted: list[str] = []
+    for record_path, run in runs:
+        rdir = layout.here(layout.run_dir(name, record_path, run), workdir)
+        stamp = run_stamp(index, name, record_path, workdir)
+        label = f"{record_path}/run-{run}"
+        if _finished_under(rdir, stamp):
+            kept.append(label)
+            continue
+        # What Snakemake deletes before a run job runs again (an earlier
+        # attempt set aside by rerun-failed, under previous/, stays).
+        for stale in (STATUS_FILE, "stderr.txt"):
+            (rdir / stale).unlink(missing_ok=True)
+        rdir.mkdir(parents=True, exist_ok=True)
+        safefile.write_text(rdir / SPEC_STAMP, stamp + "\n")
+        try:
+            execute_run(index, name, record_path, run)
+        except Exception as exc:  # noqa: BLE001 - one aborted run does not stop its batch
+            aborted.append(f"{label}: {exc}")
+            say(f"[perfsnake] {name}: run {label} ABORTED: {exc}",
+                {"kind": "failed", "campaign": name, "label": label}, logging.WARNING)  # fmt: skip
+            continue
+        measured.append(label)
+    Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+    Path(log_file).write_text(
+        f"{len(measured)} run(s) measured, {len(kept)} kept (finished before), {len(aborted)} aborted\n"
+        + "".join(f"aborted {a}\n" for a in aborted)
+    )
+    if aborted:
+        raise RuntimeError(f"{name}: {len(aborted)} of {len(runs)} run(s) of batch r{round_number}-b{k} aborted "
+                           f"(the others are kept; the next invocation runs only these): {aborted[0]}")  # fmt: skip
+    data = {"campaign": name, "round": round_number, "batch": k, "kept": len(kept),
+            "runs": [layout.status_file(name, p, i) for p, i in runs]}  # fmt: skip
+    safefile.write_text(Path(marker), json.dumps(data, indent=1) + "\n")
+
+
 def first_line(path: Path) -> str:
     """The first non-empty line of a file (the usual place of an error message)."""
     try:

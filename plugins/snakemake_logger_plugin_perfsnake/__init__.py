@@ -215,6 +215,8 @@ class LogHandler(LogHandlerBase):
                 p.plan(fields["plan"])
             if fields.get("kind") == "failed" and fields.get("campaign"):
                 p.run_failed(str(fields["campaign"]))
+            if fields.get("kind") == "run" and fields.get("campaign"):
+                p.batched_run(str(fields["campaign"]), str(fields.get("label", "")), when)
 
     def _show(self, record: logging.LogRecord) -> None:
         if self.silent:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 #: rules that prepare runs (sources, builds, perfsnake's own tools): the ETA counts them
 BUILD_RULES = frozenset({"fetch", "build", "tool", "static_tool"})
 RUN_RULE = "run"
+#: a job executing several runs (a campaign's `batch`): its runs are counted from perfsnake's run lines
+BATCH_RULE = "run_batch"
 
 
 @dataclass
@@ -49,6 +51,8 @@ class Job:
     campaign: str | None = None
     #: what the line says the job is doing: a run's record, a build's benchmark
     what: str = ""
+    #: a batch job: when the run it executes now started (its run line)
+    run_since: float | None = None
 
 
 @dataclass
@@ -97,6 +101,10 @@ class Progress:
             job.campaign = str(wildcards["campaign"])
             job.what = f"{wildcards.get('record', '')}/run-{wildcards.get('run', '')}"
             self.campaign(job.campaign)
+        elif rule == BATCH_RULE and "campaign" in wildcards:
+            job.campaign = str(wildcards["campaign"])
+            job.what = f"batch {wildcards.get('batch', '')}"
+            self.campaign(job.campaign)
         else:
             job.what = " ".join(str(v) for v in wildcards.values())
         self.jobs[jobid] = job
@@ -118,9 +126,30 @@ class Progress:
                 self.runs_finished += 1
             else:  # an aborted run job (the launcher failed): no status, not done
                 c.failed += 1
+        elif job.rule == BATCH_RULE and job.campaign is not None and job.run_since is not None and ok:
+            self._run_done(job.campaign, when - job.run_since)  # its last run
         elif job.rule in BUILD_RULES and ok:
             self.builds_done += 1
             self.build_seconds += when - job.started
+
+    def _run_done(self, campaign: str, seconds: float) -> None:
+        c = self.campaign(campaign)
+        c.finished += 1
+        c.seconds += seconds
+        c.measured += 1
+        self.runs_finished += 1
+
+    def batched_run(self, campaign: str, label: str, when: float) -> None:
+        """perfsnake's line of a run that starts: inside a batch job (one job,
+        many runs), the batch's previous run has ended. A run job's line
+        changes nothing (its job's events count it)."""
+        job = next((j for j in self.jobs.values() if j.rule == BATCH_RULE and j.campaign == campaign), None)
+        if job is None:
+            return
+        if job.run_since is not None:
+            self._run_done(campaign, when - job.run_since)
+        job.run_since = when
+        job.what = label
 
     def stepped(self, done: int, total: int) -> None:
         self.steps = (done, total)
@@ -172,10 +201,11 @@ class Progress:
             known = True
             bound = bound or adaptive
         for j in self.jobs.values():
-            if j.rule == RUN_RULE and j.campaign is not None:
+            since = j.started if j.rule == RUN_RULE else j.run_since if j.rule == BATCH_RULE else None
+            if since is not None and j.campaign is not None:
                 run_mean = self.campaigns[j.campaign].mean() or overall
                 if run_mean is not None:
-                    left -= min(now - j.started, run_mean)
+                    left -= min(now - since, run_mean)
         if not known:
             return None if partial else Estimate(0.0)
         return Estimate(max(left, 0.0), partial, bound)
@@ -187,7 +217,11 @@ class Progress:
         est = self.estimate(now)
         if est is None:
             return "ETA unknown"
-        if not est.seconds and not est.partial and not any(j.rule == RUN_RULE for j in self.jobs.values()):
+        if (
+            not est.seconds
+            and not est.partial
+            and not any(j.rule in (RUN_RULE, BATCH_RULE) for j in self.jobs.values())
+        ):
             return ""
         text = clock(est.seconds)
         if est.partial:
@@ -208,7 +242,7 @@ class Progress:
         job = self.jobs.get(self.current) if self.current is not None else None
         if job is None:
             return ""
-        if job.rule == RUN_RULE and job.campaign is not None:
+        if job.rule in (RUN_RULE, BATCH_RULE) and job.campaign is not None:
             return f"now {job.campaign} {job.what}"
         return f"now {job.rule} {job.what}".rstrip()
 

@@ -1,0 +1,361 @@
+"""Runs batched into jobs (`batch`), resume still per run: the README's
+promises of short runs, through the real workflow.
+
+Deterministic points are reached with a FIFO: the chosen run touches a file
+the test waits for, then blocks reading the FIFO until the test opens it (or,
+on a resume, until a file says it may go on). No timing is relied upon.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import ROOT, SNAKEMAKE, jobs_run, mtimes, snakemake, statuses, write_campaign
+from snakemake_logger_plugin_perfsnake.progress import BATCH_RULE, Progress
+
+from perfsnake.campaign import load_campaign
+from perfsnake.campaign_csv import read_csv
+from perfsnake.errors import CampaignError
+from perfsnake.planning import index_from_config
+
+#: what every run of a batch leaves in its directory, as a run job's run does
+RUN_FILES = ("command.sh", "stdout.txt", "stderr.txt", "status.json", "machine.json", "result.json")
+
+
+def campaign(name: str = "c", command: str = "echo value={x}", **extra: object) -> dict:
+    data: dict[str, object] = {
+        "name": name,
+        "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=(\S+)"}},
+        "variables": {"x": [1, 2, 3]},
+        "nb_runs": 3,
+    }
+    data.update(extra)
+    return data
+
+
+def blocking(tmp: Path, at: str, then: str = "echo value={x}") -> str:
+    """A command whose run `at` (e.g. x-2/run-2) says it started, then blocks on
+    the FIFO until the test opens it or `released` exists."""
+    fifo = tmp / "fifo"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    hold = f"[ -e {tmp}/released ] || {{{{ touch {tmp}/started; cat {fifo} > /dev/null; }}}}"
+    return f"case {{run_dir}} in */{at}) {hold};; esac; {then}"
+
+
+def release(tmp: Path) -> None:
+    """Let the blocked run go on: the FIFO's reader sees its end."""
+    fd = os.open(tmp / "fifo", os.O_WRONLY)
+    os.close(fd)
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def lock_env(tmp: Path) -> dict[str, str]:
+    """A host lock of this test's own: its invocations contend with each other only."""
+    return {"PERFSNAKE_HOST_LOCK": str(tmp / "host.lock")}
+
+
+def argv(camp: Path) -> list[str]:
+    return [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
+            "--configfile", str(ROOT / "config/config.yaml"), "--quiet", "host", "--cores", "1", "all",
+            "--config", f"campaign={camp}"]  # fmt: skip
+
+
+def start(workdir: Path, camp: Path, env: dict[str, str], stderr: Path) -> subprocess.Popen:
+    with stderr.open("w") as err:
+        return subprocess.Popen(argv(camp), cwd=workdir, stdout=subprocess.DEVNULL, stderr=err,
+                                start_new_session=True, env={**os.environ, **env})  # fmt: skip
+
+
+def order(workdir: Path, name: str = "c") -> list[str]:
+    """The runs in the order they started."""
+    return [k for k, s in sorted(statuses(workdir, name).items(), key=lambda kv: kv[1]["start_epoch"])]
+
+
+def interleaved(records: int = 3, runs: int = 3) -> list[str]:
+    return [f"x-{x}/run-{i}" for i in range(1, runs + 1) for x in range(1, records + 1)]
+
+
+def fingerprints(workdir: Path, name: str = "c") -> dict[str, tuple[int, str]]:
+    runs = workdir / "results" / name / "runs"
+    return {k: (m, (runs / k / "status.json").read_text()) for k, m in mtimes(workdir, name).items()}
+
+
+# ---- the key ------------------------------------------------------------------------------
+@pytest.mark.parametrize(("value", "problem"), [(0, "batch: 0 is less than the minimum of 1"), ("some", "batch: ")])
+def test_a_bad_batch_is_refused_in_one_line(tmp_path, value, problem):
+    path = write_campaign(tmp_path, campaign(batch=value))
+    with pytest.raises(CampaignError) as err:
+        load_campaign(path)
+    assert err.value.key == "batch" and str(path) in str(err.value) and "\n" not in str(err.value)
+    assert problem in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        ({"control": True, "wrappers": ["time"]}, "control runs interleave"),
+        ({"wrappers": [{"type": "perf_record", "frequency": 499}]}, "post-process"),
+    ],
+)
+def test_a_batch_a_campaign_cannot_have_is_refused_in_one_line(tmp_path, extra, why):
+    path = write_campaign(tmp_path, campaign(batch=4, **extra))
+    try:
+        load_campaign(path)
+    except CampaignError as exc:  # an instrument this machine lacks: nothing to check here
+        pytest.skip(str(exc))
+    with pytest.raises(CampaignError) as err:
+        index_from_config({"campaign": str(path)}, measuring=False)
+    text = str(err.value)
+    assert err.value.key == "batch" and str(path) in text and why in text and "batch: 1 or auto" in text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize(("timeout_s", "size"), [(None, 1), (2, 1), (1, 60), (0.1, 600), (0.01, 1000)])
+def test_auto_batches_runs_their_timeout_bounds_to_a_second(tmp_path, timeout_s, size):
+    path = write_campaign(tmp_path, campaign(timeout_s=timeout_s))
+    index = index_from_config({"campaign": str(path)}, measuring=False)
+    assert index.batches.size("c") == size
+    explicit = write_campaign(tmp_path, campaign(timeout_s=timeout_s, batch=7), "d.yaml")
+    assert index_from_config({"campaign": str(explicit)}, measuring=False).batches.size("c") == 7
+
+
+# ---- through Snakemake --------------------------------------------------------------------
+@pytest.mark.e2e
+def test_batches_run_every_run_once_in_the_campaigns_order_and_nothing_again(tmp_path):
+    camp = write_campaign(tmp_path, campaign(batch=4))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all", env=lock_env(tmp_path))
+    assert jobs_run(proc, "run_batch") == 3 and jobs_run(proc, "run") == 0
+    assert order(tmp_path) == interleaved()
+    # Progress counts runs, not jobs: one line per run (the log has each; the
+    # terminal's plain lines are at most one a second) with its ETA.
+    (log,) = (tmp_path / ".snakemake/log").glob("*.snakemake.log")
+    lines = [ln for ln in log.read_text().splitlines() if ln.startswith("[perfsnake] c: run ")]
+    assert [ln.split()[3] for ln in lines] == [f"{k}/9" for k in range(1, 10)], lines
+    assert all("(ETA " in ln and "ETA unknown" not in ln for ln in lines[1:]), lines
+    # The terminal's last line counts the last run, with a measured ETA.
+    shown = [ln for ln in proc.stderr.splitlines() if ln.startswith("[perfsnake] c: run ")]
+    assert shown[-1].startswith("[perfsnake] c: run 9/9 x-3/run-3 (ETA "), shown
+    assert "unknown" not in shown[-1], shown
+    for run in interleaved():
+        for name in RUN_FILES:
+            assert (tmp_path / "results/c/runs" / run / name).is_file(), (run, name)
+    assert sorted(read_csv(tmp_path / "results/c/c.csv")["value"]) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    again = snakemake(tmp_path, camp, "--cores", "1", "all", env=lock_env(tmp_path))
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("order_key", ["interleaved", "random"])
+def test_batching_leaves_the_recorded_order_unchanged(tmp_path, order_key):
+    orders = []
+    for size in (1, 4):
+        work = tmp_path / f"batch-{size}"
+        camp = write_campaign(work, campaign(order=order_key, seed=3, batch=size))
+        snakemake(work, camp, "--cores", "1", "all", env=lock_env(tmp_path))
+        orders.append(order(work))
+    assert orders[0] == orders[1]
+    if order_key == "interleaved":
+        assert orders[1] == interleaved()
+
+
+@pytest.mark.e2e
+def test_a_batch_killed_in_its_middle_keeps_its_finished_runs(tmp_path):
+    """SIGKILL of the workflow's process group while the fifth run of a batch
+    of six runs; the README's resume runs only the five missing runs."""
+    camp = write_campaign(tmp_path, campaign(command=blocking(tmp_path, "x-2/run-2"), batch=6))
+    proc = start(tmp_path, camp, lock_env(tmp_path), tmp_path / "first.err")
+    wait_for(lambda: (tmp_path / "started").exists() or proc.poll() is not None, "the fifth run")
+    assert proc.poll() is None, (tmp_path / "first.err").read_text()[-3000:]
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    # The orphaned launcher notices its parent died and stops the benchmark.
+    wait_for(
+        lambda: not subprocess.run(["pgrep", "-f", f"{tmp_path}/results"], capture_output=True, check=False).stdout,
+        "the launcher to go",
+        timeout=60,
+    )
+    done = fingerprints(tmp_path)
+    assert sorted(done) == sorted(interleaved()[:4])
+    assert not (tmp_path / "results/c/runs/batches/r1-b1.json").exists()
+    (tmp_path / "released").touch()
+    snakemake(tmp_path, camp, "--unlock", "all")
+    resume = snakemake(tmp_path, camp, "--cores", "1", "all", "--rerun-incomplete", env=lock_env(tmp_path))
+    after = fingerprints(tmp_path)
+    assert sorted(after) == sorted(interleaved())
+    assert {k: after[k] for k in done} == done  # content and mtime: not measured again
+    assert jobs_run(resume, "run_batch") == 2 and jobs_run(resume, "run") == 0
+    log = (tmp_path / "results/c/logs/batches/r1-b1.log").read_text()
+    assert log.startswith("2 run(s) measured, 4 kept"), log
+    for run in interleaved():
+        for name in RUN_FILES:
+            assert (tmp_path / "results/c/runs" / run / name).is_file(), (run, name)
+    frame = read_csv(tmp_path / "results/c/c.csv")
+    assert len(frame) == 9 and set(frame["status"]) == {"ok"}
+    # The resumed runs went on in the campaign's order.
+    assert order(tmp_path) == interleaved()
+
+
+@pytest.mark.e2e
+def test_a_failed_run_in_a_batch_is_data_and_rerun_failed_reruns_exactly_it(tmp_path):
+    fixed = tmp_path / "fixed"
+    command = f"case {{run_dir}} in */x-2/run-1) [ -e {fixed} ] || {{{{ echo broken >&2; exit 3; }}}};; esac; echo value={{x}}"
+    camp = write_campaign(tmp_path, campaign(command=command, batch=9))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all", env=lock_env(tmp_path))
+    assert jobs_run(proc, "run_batch") == 1
+    frame = read_csv(tmp_path / "results/c/c.csv")
+    status = dict(zip(frame["x"].astype(str) + "/" + frame["run"].astype(str), frame["status"], strict=True))
+    assert status.pop("2/1") == "failed" and set(status.values()) == {"ok"} and len(status) == 8
+    assert "run x-2/run-1 FAILED: exit code 3: broken" in proc.stderr
+    assert "1 run(s) failed, timed out or did not parse" in proc.stdout + proc.stderr
+    before = fingerprints(tmp_path)
+    fixed.touch()
+    env = {**os.environ, **lock_env(tmp_path), "PATH": f"{Path(SNAKEMAKE).parent}:{os.environ['PATH']}"}
+    rerun = subprocess.run(
+        [str(Path(SNAKEMAKE).with_name("python")), "-m", "perfsnake", "rerun-failed", "--config", f"campaign={camp}", "--",
+         "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
+         "--configfile", str(ROOT / "config/config.yaml"), "--quiet", "host"],
+        cwd=tmp_path, capture_output=True, text=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=300, check=False,
+    )  # fmt: skip
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert jobs_run(rerun, "run_batch") == 1 and jobs_run(rerun, "run") == 0
+    after = fingerprints(tmp_path)
+    changed = sorted(k for k in after if after[k] != before.get(k))
+    assert changed == ["x-2/run-1"]
+    log = (tmp_path / "results/c/logs/batches/r1-b1.log").read_text()
+    assert log.startswith("1 run(s) measured, 8 kept"), log
+    assert set(read_csv(tmp_path / "results/c/c.csv")["status"]) == {"ok"}
+    kept = tmp_path / "results/c/runs/x-2/run-1/previous/attempt-1"
+    assert "broken" in (kept / "stderr.txt").read_text()
+
+
+@pytest.mark.e2e
+def test_two_invocations_with_batches_never_overlap(tmp_path):
+    """Invocation A blocks inside a run of its batch; B, started then, waits
+    for the host lock (it says so) instead of running beside it; once A's
+    run ends, the two go on, a run at a time whoever takes the lock between
+    two runs of a batch: no two recorded run intervals overlap."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    camp_a = write_campaign(
+        a, campaign(name="a", command=blocking(a, "x-1/run-2", "sleep 0.05; echo value={x}"), batch=4)
+    )
+    camp_b = write_campaign(b, campaign(name="b", command="sleep 0.05; echo value={x}", batch=4))
+    env = lock_env(tmp_path)
+    first = start(a, camp_a, env, tmp_path / "a.err")
+    wait_for(lambda: (a / "started").exists() or first.poll() is not None, "A's blocked run")
+    second = start(b, camp_b, env, tmp_path / "b.err")
+    wait_for(lambda: "[perfsnake] waiting for" in (tmp_path / "b.err").read_text() or second.poll() is not None,
+             "B to wait for the host lock")  # fmt: skip
+    assert not (b / "results/b/runs").exists() or not statuses(b, "b")
+    release(a)
+    for proc, err in ((first, "a.err"), (second, "b.err")):
+        assert proc.wait(timeout=600) == 0, (tmp_path / err).read_text()[-3000:]
+    spans = sorted(
+        (s["start_epoch"], s["end_epoch"], f"{w.name}:{k}") for w in (a, b) for k, s in statuses(w, w.name).items()
+    )
+    assert len(spans) == 18
+    for (_s0, e0, r0), (s1, _e1, r1) in zip(spans, spans[1:]):
+        assert s1 >= e0, (r0, r1, spans)
+
+
+def test_the_live_line_counts_a_batch_jobs_runs():
+    """The logger plugin counts runs, not jobs: a batch job's runs are counted
+    from perfsnake's run lines, each ending when the next starts (the last
+    when the job ends), and the ETA comes from their times."""
+    p = Progress()
+    p.plan({"c": {"total": 6, "done": 1, "adaptive": False}})
+    p.job_started(7, BATCH_RULE, {"campaign": "c", "batch": "r1-b1"}, 100.0)
+    for k, when in enumerate((100.5, 102.5, 104.5)):
+        p.batched_run("c", f"x-1/run-{k + 2}", when)
+    assert (p.campaigns["c"].done, p.campaigns["c"].mean()) == (3, 2.0)
+    assert p.doing() == "now c x-1/run-4"
+    # 3 runs left at 2 s each, the current one 1 s in.
+    assert p.estimate(105.5).seconds == pytest.approx(5.0)
+    p.job_ended(7, 106.5, ok=True)
+    assert (p.campaigns["c"].done, p.campaigns["c"].measured) == (4, 3)
+    # A run job's line is counted by its job's events, not twice.
+    p.job_started(8, "run", {"campaign": "c", "record": "x-1", "run": "5"}, 107.0)
+    p.batched_run("c", "x-1/run-5", 107.0)
+    p.job_ended(8, 108.0, ok=True)
+    assert p.campaigns["c"].done == 5
+
+
+# ---- adaptive campaigns ---------------------------------------------------------------------
+@pytest.mark.e2e
+def test_the_precision_loop_adds_its_rounds_as_batches(tmp_path):
+    """As test_promises' max_runs test, batched: the rounds' runs run as
+    batches (markers of rounds after the first), exactly max_runs each."""
+    data = campaign(
+        command='echo x={x} value=$(basename "$PWD" | tr -dc 0-9)',
+        precision={"metric": "value", "target_rel_ci": 0.001, "min_runs": 3, "max_runs": 7},
+        variables={"x": [1, 2]},
+        batch=2,
+    )
+    del data["nb_runs"]
+    camp = write_campaign(tmp_path, data)
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all", env=lock_env(tmp_path))
+    assert jobs_run(proc, "run") == 0 and jobs_run(proc, "run_batch") >= 4
+    assert sorted(statuses(tmp_path, "c")) == sorted(f"x-{x}/run-{i}" for x in (1, 2) for i in range(1, 8))
+    markers = sorted(p.name for p in (tmp_path / "results/c/runs/batches").glob("*.json"))
+    assert "r1-b1.json" in markers and any(not m.startswith("r1-") for m in markers), markers
+    with (tmp_path / "results/c/summary.csv").open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["metric"] == "value"]
+    assert {(r["n"], r["precision_target_met"], float(r["mean"])) for r in rows} == {("7", "False", 4.0)}
+    again = snakemake(tmp_path, camp, "--cores", "1", "all", env=lock_env(tmp_path))
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def decide_campaign(workdir: Path, batch: int) -> dict:
+    """test_decide's campaign: seeded noise by run count, so the same order gives the same values."""
+    counter = workdir / "counter"
+    command = (f"n=$(cat {counter} 2>/dev/null || echo 0); echo $((n + 1)) > {counter}; "
+               "case {variant} in c) base=120;; *) base=100;; esac; "
+               "awk -v s=$n -v base=$base 'BEGIN {{ srand(s + 1); x = 0; for (i = 0; i < 12; i++) x += rand(); "
+               "printf \"value=%.6f\\n\", base * (1 + 0.04 * (x - 6)) }}'")  # fmt: skip
+    return {
+        "name": "d",
+        "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=([0-9.]+)"}},
+        "variables": {"variant": ["a", "b", "c"]},
+        "statistics": {"decide": {"min_effect": "3%", "budget_s": 600}},
+        "batch": batch,
+    }
+
+
+@pytest.mark.e2e
+def test_decide_with_batches_decides_as_without(tmp_path):
+    """statistics.decide's rounds as batches: the same runs in the same order,
+    so the same values and the same decisions as one job per run."""
+    decided = []
+    for batch in (1, 8):
+        work = tmp_path / f"batch-{batch}"
+        camp = write_campaign(work, decide_campaign(work, batch))
+        proc = snakemake(work, camp, "--cores", "1", "all", env=lock_env(tmp_path))
+        assert jobs_run(proc, "run" if batch == 1 else "run_batch") > 0
+        assert jobs_run(proc, "run_batch" if batch == 1 else "run") == 0
+        decided.append((work / "results/d/decisions.csv").read_text())
+        rounds = sorted((work / "results/d/precision").glob("round-*.json"))
+        assert len(rounds) > 1 and json.loads(max(rounds, key=lambda p: int(p.stem[6:])).read_text())["done"]
+    assert decided[0] == decided[1]
+    assert "different" in decided[1] and "equivalent" in decided[1]
+
+
+def test_the_schema_documents_batch():
+    schema = yaml.safe_load((ROOT / "config/schemas/campaign.schema.yaml").read_text())
+    assert schema["properties"]["batch"]["default"] == "auto"
+    assert "`batch`" in (ROOT / "config/README.md").read_text()
