@@ -10,7 +10,9 @@ rule noise_floor:
     input:
         results="results/{campaign}__floor/results.json",
         code=layout.package_code(
-            "stages/noise_floor.py", "statistics/noise_floor.py", "statistics/records.py"
+            "stages/noise_floor.py",
+            "statistics/noise_floor.py",
+            "statistics/records.py",
         ),
     output:
         "results/{campaign}/floor/noise_floor.csv",
