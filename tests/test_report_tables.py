@@ -140,6 +140,9 @@ def test_report_shows_landing_tables_and_captions(tmp_path):
     assert "machine.html" in page and "summary.html" in page and "values.svg" in page
     # Job parameters read as written (YAML flow), not as the whole campaign in escaped JSON.
     assert "plot={kind: " in page and "campaign={" not in page
+    for written in (base / "report").glob("*.html"):  # every page well-formed, the landing fragment too
+        assert unclosed(written.read_text()) == [], written.name
+    assert "<h3>c: significant differences</h3>" in (base / "report/significant.html").read_text()
     svg = (base / "plots/values.svg").read_text()
     assert "Echoed value" in svg and ">2<" in svg and svg.index(">2<") < svg.index(">1<")  # label, campaign order
 

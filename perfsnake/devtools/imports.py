@@ -21,6 +21,7 @@ LAYERS: dict[str, int] = {
     "perfsnake": 0,  # __init__: ROOT only
     "perfsnake.errors": 0,
     "perfsnake.escape": 0,
+    "perfsnake.pages": 0,  # the page model and its renderers (Markdown, HTML with Jinja2 templates, LaTeX, Org)
     "perfsnake.snakemake_internals": 0,  # what relies on Snakemake's internals (no perfsnake imports)
     "perfsnake.shell_template": 1,
     "perfsnake.layout": 1,

@@ -9,8 +9,6 @@ from disk and offline.
 
 from __future__ import annotations
 
-import html
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,32 +21,12 @@ BUNDLE = "vega-bundle.js"
 # The bundle keeps its libraries to itself; this names Vega-Embed for the pages.
 EXPOSE = "window.vegaEmbed = vegaEmbed;"
 
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 980px; color: #222; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 2em; }
-table { border-collapse: collapse; } td, th { padding: .3em .8em; border-bottom: 1px solid #ddd; text-align: left; }
-.muted { color: #666; } .chart { margin: 1em 0 2em; }
-"""
 
+def _page(template: str, **values: object) -> str:
+    """A page of the site from its template (perfsnake/pages/templates/dashboard*.html)."""
+    from perfsnake.pages.html import environment
 
-def _page(title: str, body: str, charts: list[tuple[str, dict[str, Any]]]) -> str:
-    specs = json.dumps([{"id": cid, "spec": spec} for cid, spec in charts])
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>{STYLE}</style></head>
-<body>
-{body}
-<script src="{BUNDLE}"></script>
-<script>
-const charts = {specs};
-for (const c of charts) {{
-  window.vegaEmbed("#" + c.id, c.spec, {{renderer: "svg", actions: false}})
-    .then(() => document.getElementById(c.id).dataset.rendered = "yes")
-    .catch(e => {{ console.error("chart " + c.id + ": " + e); }});
-}}
-</script>
-</body></html>
-"""
+    return environment().get_template(template).render(bundle=BUNDLE, **values)
 
 
 def _link(results_dir: str) -> str:
@@ -122,49 +100,27 @@ def publish(store: Store, out: Path) -> list[Path]:
         (out / name).write_text(_campaign_page(str(campaign), group))
         for host, by_host in group.groupby("hostname", sort=True):
             invs = by_host.drop_duplicates("invocation_id")
-            rows.append(
-                f"<tr><td><a href='{name}'>{html.escape(str(campaign))}</a></td><td>{html.escape(str(host))}</td>"
-                f"<td>{len(invs)}</td><td>{len(by_host)}</td><td>{html.escape(str(invs['first_start'].max()))}</td></tr>"
-            )
-    body = (
-        "<h1>perfsnake history</h1>"
-        f"<p class='muted'>Store {html.escape(describe(store.url))}: every invocation's runs. "
-        "Pick a campaign; on its page, choose a record, click a machine in a legend, drag or zoom the time axis, "
-        "hover a point for its commit, date and value, click it for that invocation's results.</p>"
-        "<table><tr><th>campaign</th><th>machine</th><th>invocations</th><th>runs</th><th>latest</th></tr>"
-        + "".join(rows)
-        + "</table>"
-    )
-    (out / "index.html").write_text(_page("perfsnake history", body, []))
+            rows.append({"page": name, "campaign": str(campaign), "host": str(host), "invocations": len(invs),
+                         "runs": len(by_host), "latest": str(invs["first_start"].max())})  # fmt: skip
+    index = _page("dashboard_index.html", title="perfsnake history", store=describe(store.url), rows=rows, charts=[])
+    (out / "index.html").write_text(index)
     return [out / "index.html", *pages]
 
 
 def _campaign_page(campaign: str, frame: pd.DataFrame) -> str:
     charts = []
-    sections = []
     for i, metric in enumerate(views.metrics_of(frame)):
         spec = metric_chart(frame, metric)
-        if spec is None:
-            continue
-        cid = f"chart-{i}"
-        charts.append((cid, spec))
-        sections.append(
-            f"<h2>{html.escape(metric)}</h2><div class='chart' id='{cid}' data-metric='{html.escape(metric)}'></div>"
-        )
+        if spec is not None:
+            charts.append({"id": f"chart-{i}", "metric": metric, "spec": spec})
     invs = frame.drop_duplicates("invocation_id").sort_values("first_start")
-    table = "".join(
-        f"<tr><td>{html.escape(str(r['first_start']))}</td><td>{html.escape(str(r['hostname']))}</td>"
-        f"<td>{html.escape(str(r['invocation_id'])[:12])}</td><td>{html.escape(str(r['perfsnake_commit'] or '')[:12])}</td></tr>"
+    invocations = [
+        {"started": str(r["first_start"]), "host": str(r["hostname"]), "invocation": str(r["invocation_id"])[:12],
+         "commit": str(r["perfsnake_commit"] or "")[:12]}
         for _, r in invs.iterrows()
-    )
-    body = (
-        f"<p><a href='index.html'>all campaigns</a></p><h1>{html.escape(campaign)}</h1>"
-        + "".join(sections)
-        + "<h2>Invocations</h2><table><tr><th>started</th><th>machine</th><th>invocation</th><th>perfsnake</th></tr>"
-        + table
-        + "</table>"
-    )
-    return _page(f"{campaign}: perfsnake history", body, charts)
+    ]  # fmt: skip
+    return _page("dashboard_campaign.html", title=f"{campaign}: perfsnake history", campaign=campaign,
+                 charts=charts, invocations=invocations)  # fmt: skip
 
 
 def _slug(name: str) -> str:

@@ -16,7 +16,6 @@ from perfsnake.pages.model import (
     BulletList,
     Cell,
     Code,
-    Details,
     Document,
     Figure,
     Heading,
@@ -115,9 +114,6 @@ def block(b: Block) -> str:
         return figure(b)
     if isinstance(b, Preformatted):
         return f"<pre>{_escape(b.text)}</pre>"
-    if isinstance(b, Details):
-        inner = "".join(block(x) for x in b.blocks)
-        return f"<details><summary>{inline(b.summary)}</summary>{inner}</details>"
     raise TypeError(f"not a block: {b!r}")
 
 
@@ -142,7 +138,7 @@ def fragment(template: str, values: Mapping[str, object]) -> str:
     return environment().get_template(template).render(**filled)
 
 
-BLOCKS = (Heading, Paragraph, BulletList, Table, Figure, Preformatted, Details)
+BLOCKS = (Heading, Paragraph, BulletList, Table, Figure, Preformatted)
 
 
 def _rendered(v: object) -> object:

@@ -10,7 +10,6 @@ from perfsnake.pages.model import (
     BulletList,
     Cell,
     Code,
-    Details,
     Document,
     Figure,
     Heading,
@@ -78,8 +77,6 @@ def block(b: Block, base: Path | None = None) -> str:
         return f"![{b.alt}]({where})" if where else f"({b.alt})"
     if isinstance(b, Preformatted):
         return "```\n" + b.text.rstrip("\n") + "\n```"
-    if isinstance(b, Details):
-        return "\n\n".join([f"**{inline(b.summary)}**", *(block(x, base) for x in b.blocks)])
     raise TypeError(f"not a block: {b!r}")
 
 

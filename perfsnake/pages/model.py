@@ -1,6 +1,6 @@
 """The document model: blocks (headings, paragraphs, lists, tables, figures,
-preformatted text, collapsible sections) holding inline spans (plain text,
-code, bold, links). Plain data: the renderers decide the markup."""
+preformatted text) holding inline spans (plain text, code, bold, links).
+Plain data: the renderers decide the markup."""
 
 from __future__ import annotations
 
@@ -114,15 +114,7 @@ class Preformatted:
     text: str
 
 
-@dataclass(frozen=True)
-class Details:
-    """A section shown on request (HTML); Markdown shows it in full."""
-
-    summary: Text
-    blocks: Sequence[Block]
-
-
-Block = Heading | Paragraph | BulletList | Table | Figure | Preformatted | Details
+Block = Heading | Paragraph | BulletList | Table | Figure | Preformatted
 
 
 @dataclass
