@@ -161,6 +161,23 @@ def test_batches_run_every_run_once_in_the_campaigns_order_and_nothing_again(tmp
 
 
 @pytest.mark.e2e
+def test_a_new_batch_size_keeps_the_runs_and_a_changed_command_measures_them_again(tmp_path):
+    """The batch jobs run again when the plan's cut changes, but keep every
+    run measured under the same spec; a changed command is a new spec."""
+    camp = write_campaign(tmp_path, campaign(batch=4))
+    snakemake(tmp_path, camp, "--cores", "1", "all", env=lock_env(tmp_path))
+    first = fingerprints(tmp_path)
+    write_campaign(tmp_path, campaign(batch=5))
+    resized = snakemake(tmp_path, camp, "--cores", "1", "all", env=lock_env(tmp_path))
+    assert jobs_run(resized, "run_batch") == 2 and fingerprints(tmp_path) == first
+    write_campaign(tmp_path, campaign(command="echo value={x}; true", batch=5))
+    changed = snakemake(tmp_path, camp, "--cores", "1", "all", env=lock_env(tmp_path))
+    assert jobs_run(changed, "run_batch") == 2
+    after = fingerprints(tmp_path)
+    assert sorted(after) == sorted(first) and all(after[k][0] != first[k][0] for k in first)
+
+
+@pytest.mark.e2e
 @pytest.mark.parametrize("order_key", ["interleaved", "random"])
 def test_batching_leaves_the_recorded_order_unchanged(tmp_path, order_key):
     orders = []
