@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from perfsnake.statistics.tests import adjust, welch_on_subsessions
+from perfsnake.values import number
 
 #: Rounds of the ends alone while their difference is large but not yet
 #: significant (a noisy machine, few runs), before "no change" is said.
@@ -76,7 +77,7 @@ def decide(
         ends = compare(values[old], values[new], threshold, alpha)
         history.append({"step": step, "measured": [old, new], "ends": ends})
         if not ends["changed"]:
-            if abs(float(ends["relative"])) >= threshold and step < END_ROUNDS:  # type: ignore[arg-type]
+            if abs(number(ends["relative"])) >= threshold and step < END_ROUNDS:
                 runs = step_runs(step + 1, nb_runs)  # large but not significant yet: more runs of the ends
                 return {"done": False, "phase": "ends", "steps": history, "next": {old: runs, new: runs}}
             return {"done": True, "verdict": "no change", "lo": 0, "hi": len(versions) - 1, "steps": history,
@@ -88,10 +89,10 @@ def decide(
         mid = (lo + hi) // 2
         to_old = compare(values[old], values[versions[mid]], threshold, alpha)
         to_new = compare(values[versions[mid]], values[new], threshold, alpha)
-        adjusted = adjust([float(to_old["p_value"]), float(to_new["p_value"])], "holm")  # type: ignore[arg-type]
-        differs_old = bool(adjusted[0] < alpha) and abs(float(to_old["relative"])) >= threshold / 2  # type: ignore[arg-type]
-        differs_new = bool(adjusted[1] < alpha) and abs(float(to_new["relative"])) >= threshold / 2  # type: ignore[arg-type]
-        closer_new = abs(float(to_new["relative"])) < abs(float(to_old["relative"]))  # type: ignore[arg-type]
+        adjusted = adjust([number(to_old["p_value"]), number(to_new["p_value"])], "holm")
+        differs_old = bool(adjusted[0] < alpha) and abs(number(to_old["relative"])) >= threshold / 2
+        differs_new = bool(adjusted[1] < alpha) and abs(number(to_new["relative"])) >= threshold / 2
+        closer_new = abs(number(to_new["relative"])) < abs(number(to_old["relative"]))
         like_new = differs_old and not differs_new or (differs_old == differs_new and closer_new)
         history.append({"step": step, "measured": [old, versions[mid], new], "version": versions[mid],
                         "like": "new" if like_new else "old", "ambiguous": differs_old == differs_new,

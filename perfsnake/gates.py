@@ -28,6 +28,7 @@ from perfsnake.errors import CampaignError, did_you_mean
 from perfsnake.escape import value_text
 from perfsnake.statistics.summaries import summarise
 from perfsnake.statistics.tests import Comparison, welch_on_subsessions
+from perfsnake.values import number
 
 VERDICTS = ("pass", "inconclusive", "fail")  # worst last
 
@@ -113,11 +114,11 @@ def parse_references(
             bounds = {k: entry.get(k) for k in ("lower", "upper")}
             if "value" in entry:
                 tol = percent(entry.get("tolerance", "0%"), origin, f"{key}.tolerance")
-                value = float(entry["value"])  # type: ignore[arg-type]
+                value = number(entry["value"])
                 bounds = {"lower": value * (1 - tol), "upper": value * (1 + tol)}
             if bounds["lower"] is None and bounds["upper"] is None:
                 raise CampaignError(origin, key, "set lower and/or upper, value with tolerance, or a baseline")
-            ref.update(kind="absolute", **{k: None if v is None else float(v) for k, v in bounds.items()})  # type: ignore[arg-type]
+            ref.update(kind="absolute", **{k: None if v is None else number(v) for k, v in bounds.items()})
         out.append(ref)
     return out
 
@@ -132,7 +133,7 @@ def _absolute(ref: Mapping[str, object], lo: float, hi: float) -> tuple[str, str
 
 
 def _relative(ref: Mapping[str, object], comp: Comparison) -> tuple[str, str, float]:
-    allowed = float(ref["max_regression"]) * abs(comp.mean_a)  # type: ignore[arg-type]
+    allowed = number(ref["max_regression"]) * abs(comp.mean_a)
     # Regression is a lower value for higher-is-better, a higher one otherwise.
     sign = 1.0 if ref["better"] == "higher" else -1.0
     worst, best = sorted((sign * comp.diff_ci_low, sign * comp.diff_ci_high))
@@ -153,8 +154,8 @@ def evaluate(
     """One row per gate and record: the statistic or difference with its
     interval, the bound, the verdict and why. `samples`: metric -> record key
     -> ok runs in order; `baseline_samples`: directory -> the same."""
-    confidence, threshold = float(opts["confidence"]), float(opts["autocorrelation_threshold"])  # type: ignore[arg-type]
-    alpha, statistic = float(opts["alpha"]), str(opts.get("statistic", "mean"))  # type: ignore[arg-type]
+    confidence, threshold = number(opts["confidence"]), number(opts["autocorrelation_threshold"])
+    alpha, statistic = number(opts["alpha"]), str(opts.get("statistic", "mean"))
     rows: list[dict[str, object]] = []
     for ref in refs:
         metric = str(ref["metric"])
@@ -216,13 +217,13 @@ def gate_line(g: Mapping[str, object]) -> str:
     """One gate's verdict in words (significant.md, `perfsnake check`)."""
     record = ", ".join(f"{k}={v}" for k, v in g.items() if k not in GATE_FIELDS) or "every record"
     if g["kind"] == "absolute":
-        bounds = " and ".join(f"{k} {float(g[k]):.4g}" for k in ("lower", "upper") if g.get(k) not in (None, ""))  # type: ignore[arg-type]
-        detail = f"{g['statistic']} {float(g['value']):.4g}, CI [{float(g['ci_low']):.4g}, {float(g['ci_high']):.4g}] vs {bounds}"  # type: ignore[arg-type]
+        bounds = " and ".join(f"{k} {number(g[k]):.4g}" for k in ("lower", "upper") if g.get(k) not in (None, ""))
+        detail = f"{g['statistic']} {number(g['value']):.4g}, CI [{number(g['ci_low']):.4g}, {number(g['ci_high']):.4g}] vs {bounds}"
     elif "difference" in g:
         detail = (
-            f"{float(g['value']):.4g} vs baseline {g['baseline']} {float(g['baseline_mean']):.4g}: difference CI "  # type: ignore[arg-type]
-            f"[{float(g['ci_low']):.4g}, {float(g['ci_high']):.4g}], {g['better']} is better, "  # type: ignore[arg-type]
-            f"allowed regression {float(g['max_regression']):.1%}"  # type: ignore[arg-type]
+            f"{number(g['value']):.4g} vs baseline {g['baseline']} {number(g['baseline_mean']):.4g}: difference CI "
+            f"[{number(g['ci_low']):.4g}, {number(g['ci_high']):.4g}], {g['better']} is better, "
+            f"allowed regression {number(g['max_regression']):.1%}"
         )
     else:
         detail = f"baseline {g['baseline']}"

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from perfsnake.escape import record_path, value_text
+from perfsnake.values import number
 
 
 def within(relative_difference: float, *floors: float) -> bool:
@@ -46,7 +47,7 @@ def mark_comparisons(rows: list[dict[str, object]], floors: Mapping[tuple[str, s
         a, b = floors.get((str(row["record_a"]), metric)), floors.get((str(row["record_b"]), metric))
         row["floor_a"], row["floor_b"] = ("" if a is None else a), ("" if b is None else b)
         if a is not None and b is not None:
-            inside = within(float(row["relative_difference"]), a, b)  # type: ignore[arg-type]
+            inside = within(number(row["relative_difference"]), a, b)
             row["layout_noise"] = WITHIN if inside else "beyond layout noise"
 
 
@@ -59,7 +60,7 @@ def mark_gates(
         if g["verdict"] != "fail" or "difference" not in g or not g.get("baseline_mean"):
             continue
         found = floors.get((record_path({v: value_text(g[v]) for v in variables}, variables), str(g["metric"])))
-        relative = float(g["difference"]) / float(g["baseline_mean"])  # type: ignore[arg-type]
+        relative = number(g["difference"]) / number(g["baseline_mean"])
         if found is not None and within(relative, found):
             g["verdict"] = "inconclusive"
             g["reason"] = f"{g['reason']}, but {relative:+.2%} is {WITHIN} (floor {found:.2%})"

@@ -19,6 +19,7 @@ import numpy as np
 
 from perfsnake.statistics.intervals import t_quantile
 from perfsnake.statistics.subsessions import mean_variance
+from perfsnake.values import number
 
 #: A round adds at most this many times the runs planned so far.
 GROWTH = 2
@@ -75,8 +76,8 @@ def decide(
 ) -> dict[str, object]:
     """The next round's plan: per record, the runs so far and the runs to add.
     `spec` is the campaign's `precision:`, its defaults filled from the schema."""
-    target = float(spec["target_rel_ci"])  # type: ignore[arg-type]
-    confidence = float(spec["confidence"])  # type: ignore[arg-type]
+    target = number(spec["target_rel_ci"])
+    confidence = number(spec["confidence"])
     max_runs = int(spec["max_runs"])  # type: ignore[call-overload]
     records: dict[str, dict[str, object]] = {}
     for path, runs in planned.items():

@@ -17,6 +17,8 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from perfsnake.values import number
+
 #: what a differential flame graph's colours mean
 GREW, SHRANK = "red (grew)", "blue (shrank)"
 
@@ -26,7 +28,7 @@ def pick(rows: Iterable[Mapping[str, object]], top: int) -> list[dict[str, objec
     first, each pair of records once (its largest metric)."""
 
     def size(row: Mapping[str, object]) -> float:
-        value = float(row.get("relative_difference") or 0.0)  # type: ignore[arg-type]
+        value = number(row.get("relative_difference") or 0.0)
         return abs(value) if math.isfinite(value) else 0.0
 
     significant = [r for r in rows if str(r.get("significant")) in ("True", "true", "1")]
@@ -71,9 +73,9 @@ def symbol_table(
         per_a, per_b = a[symbol] / runs_a, b[symbol] / runs_b
         rows.append({"symbol": symbol, "share_a": a[symbol] / total_a, "share_b": b[symbol] / total_b,
                      "per_run_a": per_a, "per_run_b": per_b, "change_per_run": per_b - per_a})  # fmt: skip
-    rows.sort(key=lambda r: (-abs(float(r["change_per_run"])), str(r["symbol"])))  # type: ignore[arg-type]
+    rows.sort(key=lambda r: (-abs(number(r["change_per_run"])), str(r["symbol"])))
     for row in rows:
-        change = float(row["change_per_run"])  # type: ignore[arg-type]
-        row["delta"] = float(row["share_b"]) - float(row["share_a"])  # type: ignore[arg-type]
+        change = number(row["change_per_run"])
+        row["delta"] = number(row["share_b"]) - number(row["share_a"])
         row["colour"] = GREW if change > 0 else SHRANK if change < 0 else ""
     return rows[:limit]

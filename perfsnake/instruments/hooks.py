@@ -25,6 +25,7 @@ from perfsnake.hostlock import launcher_args
 from perfsnake.instruments.base import Context, Instrument, text
 from perfsnake.machine.sysinfo import online_cpus
 from perfsnake.shell_template import placeholders, render
+from perfsnake.values import number
 
 #: Seconds between SIGTERM and SIGKILL when a daemon is stopped.
 DAEMON_GRACE_S = 2.0
@@ -206,8 +207,8 @@ class Daemon(Hook):
             )
         state: dict[str, object] = {"applied": True, "pid": proc.pid, "command": command, "_proc": proc}
         try:
-            if float(self.spec.get("startup_s") or 0):  # type: ignore[arg-type]
-                time.sleep(float(self.spec["startup_s"]))  # type: ignore[arg-type]
+            if number(self.spec.get("startup_s") or 0):
+                time.sleep(number(self.spec["startup_s"]))
             problem = self._wait_ready(ctx, proc) if self.spec.get("ready") else None
         except BaseException:
             # Never leave a started daemon behind (it holds the host lock).
@@ -481,7 +482,7 @@ class Cooldown(Hook):
             raise self.fail("expected a non-negative number", "seconds")
 
     def apply(self, ctx: Context, phase: str) -> dict[str, object]:
-        time.sleep(float(self.spec["seconds"]))  # type: ignore[arg-type]
+        time.sleep(number(self.spec["seconds"]))
         return {"applied": True, "seconds": self.spec["seconds"]}
 
 

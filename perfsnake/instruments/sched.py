@@ -30,6 +30,7 @@ from perfsnake import layout
 from perfsnake.instruments.base import Context
 from perfsnake.instruments.wrappers import Wrapper
 from perfsnake.machine import capabilities
+from perfsnake.values import number
 
 DATA_FILE = "sched.data"
 PID_FILE = "sched.pid"
@@ -255,7 +256,7 @@ def analyse(
     waits += [(t, since, last) for t, (since, _woken) in runnable_since.items()]
     sleeps += [(t, since, last, -1) for t, since in asleep_since.items()]
     seen = sorted({int(s["tid"]) for s in slices})  # type: ignore[call-overload]
-    origin = min((float(s["start"]) for s in slices), default=0.0)  # type: ignore[arg-type]
+    origin = min((number(s["start"]) for s in slices), default=0.0)
     for item in (*slices, *migrations, *wakeups):
         for key in ("start", "end", "t"):
             if key in item:
@@ -275,10 +276,10 @@ def analyse(
     threads = [{"tid": t, "name": names.get(t, ""), "runtime_ms": stats[t]["run"] * 1000,
                 "wait_ms": stats[t]["wait"] * 1000, "delay_ms": stats[t]["delay"] * 1000,
                 "blocked_ms": stats[t]["blocked"] * 1000,
-                "migrations": sum(m["tid"] == t and float(m["t"]) > after_exec[t] for m in migrations),  # type: ignore[arg-type]
+                "migrations": sum(m["tid"] == t and number(m["t"]) > after_exec[t] for m in migrations),
                 "cpus": sorted({int(s["cpu"]) for s in slices if s["tid"] == t and float(s["end"]) > after_exec[t]}),  # type: ignore[call-overload, arg-type]
                 **({"pinned_cpu": pinned[t][0], "pinned_at_ms": pinned[t][1],
-                    "migrations_after_pin": sum(m["tid"] == t and float(m["t"]) > pinned[t][1] and m["to"] != pinned[t][0]  # type: ignore[arg-type]
+                    "migrations_after_pin": sum(m["tid"] == t and number(m["t"]) > pinned[t][1] and m["to"] != pinned[t][0]
                                                 for m in migrations),
                     "cpus_after_pin": sorted({int(s["cpu"]) for s in slices if s["tid"] == t and float(s["start"]) >= pinned[t][1]})}  # type: ignore[call-overload, arg-type]
                    if t in pinned else {}),

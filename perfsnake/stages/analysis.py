@@ -33,6 +33,7 @@ from perfsnake.statistics.modes import two_modes
 from perfsnake.statistics.records import numeric_metrics, pairs, record_key, samples_by_record, write_csv
 from perfsnake.statistics.summaries import spread_flags, summarise, trend
 from perfsnake.statistics.tests import adjust, welch_on_subsessions
+from perfsnake.values import number
 
 #: Machine-state drift: other processes busy with more than this many CPUs on
 #: average during a record's runs, or a 1-minute load at its runs' start this
@@ -74,12 +75,12 @@ def summary_rows(results: list[dict], info: CampaignInfo) -> list[dict[str, obje
                 row["precision_rel_ci"] = reached[key]["rel_ci"]
                 row["precision_runs_ok"] = reached[key]["ok"]
             rows.append(row)
-    adjusted = adjust([float(r["trend_p"]) for r in rows], stats.correction)  # type: ignore[arg-type]
+    adjusted = adjust([number(r["trend_p"]) for r in rows], stats.correction)
     for row, p_adj in zip(rows, adjusted, strict=True):
         flags: list[str] = list(row["flags"])  # type: ignore[call-overload]
         row["trend_p_adjusted"] = p_adj
         if p_adj < float(stats.alpha):
-            flags.append(f"trend over run order: tau {float(row['trend_tau']):+.2f}, adjusted p {p_adj:.2g}")  # type: ignore[arg-type]
+            flags.append(f"trend over run order: tau {number(row['trend_tau']):+.2f}, adjusted p {p_adj:.2g}")
         row["flags"] = "; ".join(flags)
     return rows
 
@@ -181,7 +182,7 @@ def corrected(rows: list[dict[str, object]], correction: str, alpha: float) -> l
     `significant` on the adjusted p-value."""
     # A pair without variance is no test (p is 0 or 1 by construction): it
     # keeps its verdict and does not enlarge the family.
-    tests = [float(r["p_value"]) if math.isfinite(float(r["welch_t"])) else math.nan for r in rows]  # type: ignore[arg-type]
+    tests = [number(r["p_value"]) if math.isfinite(number(r["welch_t"])) else math.nan for r in rows]
     adjusted = adjust(tests, correction)
     for row, p_adj in zip(rows, adjusted, strict=True):
         row["correction"] = correction
@@ -221,7 +222,7 @@ def significant_document(
     sig = sorted(
         (r for r in rows if r["significant"]),
         key=lambda r: (
-            -abs(float(r["relative_difference"]) if r["relative_difference"] == r["relative_difference"] else 0)  # type: ignore[arg-type]
+            -abs(number(r["relative_difference"]) if r["relative_difference"] == r["relative_difference"] else 0)
         ),
     )
     doc = Document(f"{campaign}: significant differences")
@@ -233,7 +234,7 @@ def significant_document(
             "holm": "Holm-adjusted (family-wise error)",
             "bh": "Benjamini-Hochberg-adjusted (false-discovery rate)",
         }.get(correction, "uncorrected")
-        raw = sum(float(r["p_value"]) < float(r["alpha"]) for r in rows)  # type: ignore[arg-type]
+        raw = sum(number(r["p_value"]) < number(r["alpha"]) for r in rows)
         noise = sum(r.get("layout_noise") == noise_floor.WITHIN for r in sig)
         doc.add(Paragraph(
             f"{len(sig)} of {len(rows)} comparisons significant on {how} p-values ({raw} before correction)"
@@ -241,11 +242,11 @@ def significant_document(
         ))  # fmt: skip
     items = [
         f"{r['metric']}: {r['variable']} {r['b']} vs {r['a']} ({r['fixed'] or 'no other variable'}): "
-        f"{float(r['relative_difference']):+.2%}, p = {float(r['p_value']):.3g}, adjusted p = {float(r.get('p_adjusted', r['p_value'])):.3g}, "  # type: ignore[arg-type]
-        f"difference CI [{float(r['diff_ci_low']):.4g}, {float(r['diff_ci_high']):.4g}]"  # type: ignore[arg-type]
+        f"{number(r['relative_difference']):+.2%}, p = {number(r['p_value']):.3g}, adjusted p = {number(r.get('p_adjusted', r['p_value'])):.3g}, "
+        f"difference CI [{number(r['diff_ci_low']):.4g}, {number(r['diff_ci_high']):.4g}]"
         + (" - why: differential profile in why/why.md" if r.get("profile") else "")
         + (
-            f" - {noise_floor.WITHIN} (floors {float(r['floor_a']):.2%} and {float(r['floor_b']):.2%})"  # type: ignore[arg-type]
+            f" - {noise_floor.WITHIN} (floors {number(r['floor_a']):.2%} and {number(r['floor_b']):.2%})"
             if r.get("layout_noise") == noise_floor.WITHIN
             else ""
         )
@@ -257,8 +258,8 @@ def significant_document(
         doc.add(Heading("Adjacent versions"), Paragraph("Each version against the one before it (range order):"))
         doc.add(BulletList([
             f"{r['metric']}: {r['a']} -> {r['b']} ({r['fixed'] or 'no other variable'}): "
-            f"{float(r['relative_difference']):+.2%}, difference CI [{float(r['diff_ci_low']):.4g}, "  # type: ignore[arg-type]
-            f"{float(r['diff_ci_high']):.4g}], adjusted p = {float(r.get('p_adjusted', r['p_value'])):.3g} "  # type: ignore[arg-type]
+            f"{number(r['relative_difference']):+.2%}, difference CI [{number(r['diff_ci_low']):.4g}, "
+            f"{number(r['diff_ci_high']):.4g}], adjusted p = {number(r.get('p_adjusted', r['p_value'])):.3g} "
             f"({'significant' if r['significant'] else 'not significant'})"
             for r in adjacent
         ]))  # fmt: skip

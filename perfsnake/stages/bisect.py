@@ -15,6 +15,7 @@ from perfsnake.escape import value_text
 from perfsnake.pages import markdown as md_render
 from perfsnake.pages.model import Bold, BulletList, Code, Document, Heading, Inline, Paragraph, Table, Text
 from perfsnake.stages.precision import metric_values
+from perfsnake.values import number
 
 if TYPE_CHECKING:
     from perfsnake.campaign import Campaign
@@ -101,7 +102,7 @@ def decide_step(index: CampaignIndex, name: str, step: int, inputs: list[str], o
 
 
 def _pct(x: object) -> str:
-    return f"{float(x) * 100:+.2f}%"  # type: ignore[arg-type]
+    return f"{number(x) * 100:+.2f}%"
 
 
 def write_report(index: CampaignIndex, name: str, final: str, output: str) -> None:

@@ -18,6 +18,7 @@ from perfsnake.errors import CampaignError
 from perfsnake.escape import value_text
 from perfsnake.stages.collect import collect_record_run
 from perfsnake.statistics import decide
+from perfsnake.values import number
 
 if TYPE_CHECKING:
     from perfsnake.campaign import Campaign
@@ -236,7 +237,7 @@ def write_decisions(
 
 
 def _number(value: object) -> str:
-    return "" if value is None else f"{float(value):.4g}"  # type: ignore[arg-type]
+    return "" if value is None else f"{number(value):.4g}"
 
 
 def _finite(row: dict[str, object]) -> dict[str, object]:
@@ -252,7 +253,7 @@ def metric_runs(c: Campaign, status_files: list[str], metric: str) -> tuple[dict
     for status in status_files:
         path, run = layout.split_status(c.name, status)
         result = collect_record_run(c, path, run, workdir)
-        spent += float(result.get("wall_s") or 0.0)  # type: ignore[arg-type]
+        spent += number(result.get("wall_s") or 0.0)
         metrics: dict[str, object] = result["metrics"]  # type: ignore[assignment]
         value = result["wall_s"] if metric == "wall_s" else metrics.get(metric)
         if result["status"] == "ok" and isinstance(value, (int, float)) and math.isfinite(value):

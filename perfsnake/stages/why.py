@@ -14,6 +14,7 @@ from perfsnake import layout, profile_differences
 from perfsnake.pages import html as html_render
 from perfsnake.pages import markdown as md_render
 from perfsnake.pages.model import Cell, Code, Document, Figure, Heading, Paragraph, Table, Text
+from perfsnake.values import number
 
 if TYPE_CHECKING:
     from perfsnake.planning import CampaignIndex
@@ -59,9 +60,9 @@ def write_symbols(folded_a: Path, folded_b: Path, limit: int, runs: int, out: Pa
 
 
 def _headline(pair: Mapping[str, object]) -> str:
-    rel = float(pair["relative_difference"])  # type: ignore[arg-type]
+    rel = number(pair["relative_difference"])
     fixed = f" ({pair['fixed']})" if pair.get("fixed") else ""
-    return f"{pair['metric']}: {pair['variable']} {pair['a']} -> {pair['b']}{fixed}: {rel:+.1%}, adjusted p = {float(pair['p_adjusted']):.2g}"  # type: ignore[arg-type]
+    return f"{pair['metric']}: {pair['variable']} {pair['a']} -> {pair['b']}{fixed}: {rel:+.1%}, adjusted p = {number(pair['p_adjusted']):.2g}"
 
 
 def _table(path: Path) -> list[dict[str, str]]:
