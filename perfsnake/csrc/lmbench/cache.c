@@ -22,8 +22,9 @@
  *  - a level's size is the largest size whose latency is at most the
  *    geometric mean of the level's and the next one's (or memory's),
  *    rounded to the nearest 2^N or 1.5 x 2^N (lmbench's "legal" sizes);
- *  - its parallelism is par_mem's at half its size, memory's at the
- *    smallest size within 1 % of memory's latency (lmbench's).
+ *  - its parallelism is par_mem's at half its size (from the shortest
+ *    intervals too), memory's at the smallest size within 1 % of memory's
+ *    latency (lmbench's).
  * lmbench also swaps out pages that collide in the cache before it
  * measures; we do not, so a level's size can come out lower where pages
  * collide. Not scalable, as in lmbench.
@@ -110,7 +111,7 @@ static int parallelism(struct chain *c, size_t len, size_t line, int warmup, int
 
 	chain_lines(c, len, line, 1);
 	snprintf(label, sizeof(label), "cache parallelism %zu bytes,", len);
-	return chain_parallelism(c, warmup, reps, label, &one, &one_min, best);
+	return chain_parallelism(c, warmup, reps, label, 1, &one, &one_min, best);
 }
 
 int main(int argc, char **argv)

@@ -229,8 +229,8 @@ int chain_time(struct chain *c, int width, int warmup, int reps, const char *lab
 	return 0;
 }
 
-int chain_parallelism(struct chain *c, int warmup, int reps, const char *label, double *one, double *one_min,
-		      double *best)
+int chain_parallelism(struct chain *c, int warmup, int reps, const char *label, int by_min, double *one,
+		      double *one_min, double *best)
 {
 	char text[128];
 	double t, t_min;
@@ -243,8 +243,8 @@ int chain_parallelism(struct chain *c, int warmup, int reps, const char *label, 
 		if (k == 1) {
 			*one = t;
 			*one_min = t_min;
-		} else if (*one / t > *best)
-			*best = *one / t;
+		} else if ((by_min ? *one_min / t_min : *one / t) > *best)
+			*best = by_min ? *one_min / t_min : *one / t;
 		if (4.0 * *best < k - 1)
 			break;
 	}

@@ -66,9 +66,11 @@ int chain_time(struct chain *c, int width, int warmup, int reps, const char *lab
  * each); *best is the largest of one walker's time per load over k
  * walkers', and k stops growing once it exceeds 4 x the best so far (as
  * lmbench). *one and *one_min: one walker's median and shortest time per
- * load. 0, or -1 when benchmp failed. */
-int chain_parallelism(struct chain *c, int warmup, int reps, const char *label, double *one, double *one_min,
-		      double *best);
+ * load. by_min: the times compared are the shortest intervals' instead of
+ * the medians' (cache's: a preempted interval is only longer). 0, or -1
+ * when benchmp failed. */
+int chain_parallelism(struct chain *c, int warmup, int reps, const char *label, int by_min, double *one,
+		      double *one_min, double *best);
 
 /* The harness options of these tools, which are not scalable (-P 1 only):
  * -W, -N, -C, -R, plus -L LINE and -M MAX_KB where `line`/`max_kb` are

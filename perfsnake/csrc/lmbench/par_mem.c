@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 	}
 	chain_lines(&c, len, (size_t)line, 1);
 	snprintf(label, sizeof(label), "par_mem %ldk,", kb);
-	if (chain_parallelism(&c, warmup, reps, label, &one, &one_min, &best))
+	if (chain_parallelism(&c, warmup, reps, label, 0, &one, &one_min, &best))
 		return 1;
 	snprintf(name, sizeof(name), "par_mem.%ldk", kb);
 	result_line(name, one, "ns");
