@@ -12,6 +12,7 @@ import pytest
 from helpers import ROOT, SNAKEMAKE, env_without_snakemake, snakemake, write_campaign
 
 from perfsnake.campaign_csv import read_csv
+from perfsnake.safefile import extract_tar
 
 pytestmark = pytest.mark.e2e
 
@@ -175,7 +176,7 @@ def test_rerun_from_the_artifact_matches(packed, tmp_path):
     wf = top / "perfsnake"
     wf.mkdir()
     with tarfile.open(top / "workflow" / "workflow.tar.gz") as tar:
-        tar.extractall(wf, filter="data")
+        extract_tar(tar, wf)
     cmd = [SNAKEMAKE, "-s", str(wf / "workflow/Snakefile"), "--workflow-profile", str(wf / "profiles/default"),
            "--configfile", str(wf / "config/config.yaml"), "--cores", "1", "all", "--config", "campaign=../campaign/c.yaml"]  # fmt: skip
     proc = subprocess.run(
