@@ -48,12 +48,10 @@ rule decisions:
     output:
         csv="results/{campaign}/decisions.csv",
         md="results/{campaign}/decisions.md",
-        page=report(
+        page=report_page(
             "results/{campaign}/report/decisions.html",
-            caption="../workflow/report/decisions.rst",
-            category="{campaign}",
-            subcategory="statistics",
-            labels={"page": "decided in the fewest runs"},
+            "decided in the fewest runs",
+            "statistics",
         ),
     log:
         "results/{campaign}/logs/decisions.log",
