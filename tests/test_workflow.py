@@ -302,7 +302,7 @@ def test_injection_attempts_stay_inert(tmp_path):
 def test_editing_analysis_code_reruns_only_analysis(tmp_path):
     camp = write_campaign(tmp_path, command_campaign(plots=[{"kind": "bar", "x": "x", "y": "value"}]))
     snakemake(tmp_path, camp, "--cores", "1", "all")
-    plots_py = ROOT / "perfsnake" / "stages" / "report.py"
+    plots_py = ROOT / "perfsnake" / "stages" / "plots.py"
     original = plots_py.read_bytes()
     stat = plots_py.stat()
     try:
