@@ -131,5 +131,7 @@ def incomplete_marks(workdir: Path) -> Iterator[IncompleteMark]:
 def forget_incomplete_mark(mark: IncompleteMark) -> None:
     """Remove one mark, as Snakemake does when the job completes
     (FilePersistence._unmark_incomplete); only before the DAG is built,
-    since Snakemake caches the marks it has read. Checked on 9.27.1."""
-    mark.path.unlink()
+    since Snakemake caches the marks it has read. Checked on 9.27.1.
+    A mark already gone is fine: another invocation in the same directory
+    completed that job meanwhile (it removed its own mark)."""
+    mark.path.unlink(missing_ok=True)

@@ -149,6 +149,19 @@ def test_incomplete_marks_round_trip_with_snakemake(tmp_path, monkeypatch, key):
     assert [m.key for m in internals.incomplete_marks(tmp_path)] == [other]
 
 
+def test_a_mark_another_invocation_removed_first_is_forgotten_quietly(tmp_path, monkeypatch):
+    """Two invocations in one directory: the other one completed the job and
+    removed its mark between our listing and our forgetting it (seen in a
+    loaded suite as FileNotFoundError at start-up)."""
+    monkeypatch.chdir(tmp_path)
+    key = "results/a/runs/x-1/run-1/status.json"
+    FilePersistence()._mark_incomplete(key, None)
+    (mark,) = internals.incomplete_marks(tmp_path)
+    FilePersistence()._unmark_incomplete(key)  # the other invocation's completion
+    internals.forget_incomplete_mark(mark)
+    assert list(internals.incomplete_marks(tmp_path)) == []
+
+
 def test_no_marks_and_files_that_are_no_marks(tmp_path):
     """No .snakemake: no marks. A file whose name is not base64 (Snakemake's
     migration_underway) or not of UTF-8 text is skipped."""
