@@ -21,6 +21,7 @@ import pytest
 import yaml
 from helpers import ROOT, SNAKEMAKE, jobs_run, mtimes, snakemake, statuses, write_campaign
 from snakemake_logger_plugin_perfsnake.progress import BATCH_RULE, Progress
+from test_decide import campaign as decide_campaign
 
 from perfsnake.campaign import load_campaign
 from perfsnake.campaign_csv import read_csv
@@ -338,22 +339,6 @@ def test_the_precision_loop_adds_its_rounds_as_batches(tmp_path):
     assert "Nothing to be done" in again.stdout + again.stderr
 
 
-def decide_campaign(workdir: Path, batch: int) -> dict:
-    """test_decide's campaign: seeded noise by run count, so the same order gives the same values."""
-    counter = workdir / "counter"
-    command = (f"n=$(cat {counter} 2>/dev/null || echo 0); echo $((n + 1)) > {counter}; "
-               "case {variant} in c) base=120;; *) base=100;; esac; "
-               "awk -v s=$n -v base=$base 'BEGIN {{ srand(s + 1); x = 0; for (i = 0; i < 12; i++) x += rand(); "
-               "printf \"value=%.6f\\n\", base * (1 + 0.04 * (x - 6)) }}'")  # fmt: skip
-    return {
-        "name": "d",
-        "benchmark": {"type": "command", "command": command, "metrics": {"value": r"value=([0-9.]+)"}},
-        "variables": {"variant": ["a", "b", "c"]},
-        "statistics": {"decide": {"min_effect": "3%", "budget_s": 600}},
-        "batch": batch,
-    }
-
-
 @pytest.mark.e2e
 def test_decide_with_batches_decides_as_without(tmp_path):
     """statistics.decide's rounds as batches: the same runs in the same order,
@@ -361,7 +346,8 @@ def test_decide_with_batches_decides_as_without(tmp_path):
     decided = []
     for batch in (1, 8):
         work = tmp_path / f"batch-{batch}"
-        camp = write_campaign(work, decide_campaign(work, batch))
+        # test_decide's campaign: seeded noise by run count, so the same order gives the same values.
+        camp = write_campaign(work, decide_campaign(work, {"min_effect": "3%", "budget_s": 600}, batch=batch))
         proc = snakemake(work, camp, "--cores", "1", "all", env=lock_env(tmp_path))
         assert jobs_run(proc, "run" if batch == 1 else "run_batch") > 0
         assert jobs_run(proc, "run_batch" if batch == 1 else "run") == 0
