@@ -506,9 +506,12 @@ def execute_batch(index: CampaignIndex, name: str, round_number: int, k: int,
     kept: list[str] = []
     measured: list[str] = []
     aborted: list[str] = []
+    stamps: dict[str, str] = {}  # a record's runs share their spec and builds: hashed once per batch
     for record_path, run in runs:
         rdir = layout.here(layout.run_dir(name, record_path, run), workdir)
-        stamp = run_stamp(index, name, record_path, workdir)
+        if record_path not in stamps:
+            stamps[record_path] = run_stamp(index, name, record_path, workdir)
+        stamp = stamps[record_path]
         label = f"{record_path}/run-{run}"
         if _finished_under(rdir, stamp):
             kept.append(label)
