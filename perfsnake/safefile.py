@@ -77,7 +77,9 @@ def extract_tar(tar: tarfile.TarFile, dest: Path) -> None:
     for member in members:
         _check_member(member, dest)
     for member in members:
-        # No owners, no set-id bits, as the data filter does.
-        member.mode &= 0o755 if member.isdir() else 0o644 | (member.mode & 0o111)
+        # No set-id bits, no group or other write, the owner may read and write
+        # (and enter directories), as the data filter does: an archive's
+        # directory mode of 0644 would otherwise lock a normal user out.
+        member.mode = 0o755 if member.isdir() else (member.mode & 0o755) | 0o600
         member.uid = member.gid = os.getuid()
     tar.extractall(dest, members=members, numeric_owner=True)
