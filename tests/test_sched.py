@@ -537,6 +537,38 @@ def test_the_parallel_region_splits_each_threads_time_into_its_causes():
     assert sum(region[p] for p in parts) == pytest.approx(4 * region["region_ms"])  # every thread's T_p, once
 
 
+@pytest.mark.parametrize(("other_cpu_switch", "ran", "blocked"), [(0.003, 7, 1), (0.0005, 8, 0)])
+def test_a_thread_is_never_in_two_states_at_once_when_events_were_lost(other_cpu_switch, ran, blocked):
+    """Asleep on CPU 0 at 2 ms; its wake-up and its switch-in on CPU 1 lost (as
+    under load); preempted there at 6 ms, back on CPU 0 from 8 to 10 ms. The
+    slice on CPU 1 began at CPU 1's last switch, but not before the thread's
+    own switch-out; the sleep ends where that slice begins. Its time adds up
+    to its lifetime, as the speedup stack assumes (CI once found 70.5 ms of
+    parts in 2 x 34.5 ms)."""
+    ev = [
+        _switch(0, 0.000, 0, "R", 100),
+        _switch(1, other_cpu_switch, 0, "R", 7),  # another program's thread on CPU 1
+        _switch(0, 0.002, 100, "S", 0),
+        _switch(1, 0.006, 100, "R", 7),
+        _switch(0, 0.008, 0, "R", 100),
+        _switch(0, 0.010, 100, "X", 0),
+    ]
+    t = sched.analyse(ev, 100)
+    (thread,) = t["threads"]
+    assert thread["runtime_ms"] == pytest.approx(ran) and thread["blocked_ms"] == pytest.approx(blocked)
+    assert thread["wait_ms"] == pytest.approx(2)  # preempted 6 to 8 ms
+    region = t["region"]
+    assert region["region_ms"] == pytest.approx(10)
+    parts = ("running_ms", "wait_ms", "blocked_ms", "imbalance_ms")
+    assert sum(region[p] for p in parts) == pytest.approx(10)
+
+
+def test_the_parts_of_a_threads_time_never_count_an_instant_twice():
+    """Overlapping intervals (a recording's artefact) are counted once, in order of precedence."""
+    runs, waits, sleeps = [(0.0, 4.0), (3.0, 5.0)], [(4.5, 7.0)], [(6.0, 9.0), (20.0, 30.0)]
+    assert sched._partition((runs, waits, sleeps), 1.0, 10.0) == pytest.approx([4.0, 2.0, 2.0])
+
+
 def test_a_speedup_stack_adds_up_to_n_with_its_remainder():
     from perfsnake.statistics.speedup import CAUSES, UNEXPLAINED, RunTimes, speedups, stack
 

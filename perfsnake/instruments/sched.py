@@ -177,6 +177,7 @@ def analyse(
     runnable_since: dict[int, tuple[float, bool]] = {}  # tid -> (since, woken: a wake-up, not a preemption)
     asleep_since: dict[int, float] = {}
     cpu_last: dict[int, float] = {}  # cpu -> time of its last recorded switch
+    last_out: dict[int, float] = {}  # tid -> its last recorded switch-out
     slices: list[dict[str, object]] = []
     migrations: list[dict[str, object]] = []
     wakeups: list[dict[str, object]] = []
@@ -216,10 +217,16 @@ def analyse(
                 names[prev] = f.get("prev_comm", names.get(prev, ""))  # the last name: exec changes it
                 if prev not in running:
                     # Its switch-in was not recorded (seen from an idle CPU on
-                    # some VMs): it began after this CPU's previous switch and
+                    # some VMs, and lost under load): it began after this CPU's
+                    # previous switch, after its own previous switch-out, and
                     # after it became runnable.
-                    since, woken = runnable_since.pop(prev, (cpu_last.get(cpu, start), False))
-                    began = max(since, cpu_last.get(cpu, since))
+                    floor = max(cpu_last.get(cpu, start), last_out.get(prev, start))
+                    if prev in asleep_since:  # its wake-up went unrecorded too: asleep until then
+                        slept_from = asleep_since.pop(prev)
+                        stats[prev]["blocked"] += max(floor - slept_from, 0.0)
+                        sleeps.append((prev, slept_from, max(floor, slept_from), -1))
+                    since, woken = runnable_since.pop(prev, (floor, False))
+                    began = max(since, floor)
                     stats[prev]["wait"] += began - since
                     waits.append((prev, since, began))
                     if woken:
@@ -227,6 +234,7 @@ def analyse(
                     running[prev] = (began, cpu)
                 began, where = running.pop(prev)
                 slices.append({"tid": prev, "cpu": where, "start": began, "end": time})
+                last_out[prev] = time
                 stats[prev]["run"] += time - began
                 state = f.get("prev_state", "R")
                 if state.startswith("R"):  # preempted: still runnable
@@ -331,6 +339,32 @@ def _overlap(intervals: Iterable[tuple[float, float]], lo: float, hi: float) -> 
     return sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in intervals)
 
 
+def _merged(intervals: Iterable[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
+    """The intervals clipped to [lo, hi], overlaps joined, in order."""
+    out: list[tuple[float, float]] = []
+    for a, b in sorted((max(a, lo), min(b, hi)) for a, b in intervals if min(b, hi) > max(a, lo)):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _partition(layers: Iterable[list[tuple[float, float]]], lo: float, hi: float) -> list[float]:
+    """How much of [lo, hi] each layer covers that no earlier layer does.
+
+    A recording that lost events can leave a thread running, runnable and
+    asleep at once; taken in order of precedence the parts still add up to at
+    most hi - lo, as a thread's time does."""
+    taken: list[tuple[float, float]] = []
+    out = []
+    for layer in layers:
+        both = _merged([*taken, *layer], lo, hi)
+        out.append(sum(b - a for a, b in both) - sum(b - a for a, b in taken))
+        taken = both
+    return out
+
+
 def parallel_region(
     app: set[int],
     parent: dict[int, int],
@@ -390,9 +424,10 @@ def parallel_region(
     parts = {"running_ms": 0.0, "wait_ms": 0.0, "blocked_ms": 0.0, "imbalance_ms": 0.0}
     for t in workers:
         start, stop = max(lo, first[t]), last[t]
-        parts["running_ms"] += _overlap(runs[t], start, stop)
-        parts["wait_ms"] += _overlap(waited[t], start, stop)
-        parts["blocked_ms"] += _overlap(slept[t], start, stop)
+        ran, waiting, blocked = _partition((runs[t], waited[t], slept[t]), start, stop)
+        parts["running_ms"] += ran
+        parts["wait_ms"] += waiting
+        parts["blocked_ms"] += blocked
         parts["imbalance_ms"] += (start - lo) + (hi - stop)
     # A wait for the workers is ended by one of them (or an unseen waker) once
     # the first worker is in its last slice: a worker's exit for pthread_join,
@@ -404,10 +439,12 @@ def parallel_region(
     takes_part = creator not in workers and _overlap(runs[creator], lo, hi) >= PARTICIPATES * max(length, 1e-9)
     participants = [*workers, *([creator] if takes_part else [])]
     if takes_part:
-        parts["running_ms"] += _overlap(runs[creator], lo, hi)
-        parts["wait_ms"] += _overlap(waited[creator], lo, hi)
-        parts["blocked_ms"] += _overlap(slept[creator], lo, hi) - join_wait
-        parts["imbalance_ms"] += join_wait
+        ran, waiting, blocked = _partition((runs[creator], waited[creator], slept[creator]), lo, hi)
+        joined = min(join_wait, blocked)
+        parts["running_ms"] += ran
+        parts["wait_ms"] += waiting
+        parts["blocked_ms"] += blocked - joined
+        parts["imbalance_ms"] += joined
     return {
         "participants": sorted(participants),
         "threads": len(participants),
