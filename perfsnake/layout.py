@@ -29,6 +29,7 @@ PLOT_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 FLAT_RE = r"[^/~]+"
 #: a batch of runs' name: the round that planned it (1: the first plan) and its place in that round
 BATCH_RE = r"r[1-9][0-9]*-b[1-9][0-9]*"
+HOST_RE = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"  # a fleet's host name (the campaign schema's)
 TOOL_RE = "psrun|psplace"
 STATIC_TOOL_RE = "psrun"
 
@@ -42,6 +43,7 @@ WILDCARDS = {
     "plot": PLOT_RE,
     "figure": PLOT_RE,
     "batch": BATCH_RE,
+    "host": HOST_RE,
 }
 
 
@@ -123,6 +125,11 @@ def server_dir(campaign: str, key: str) -> str:
 
 def builds_ready(campaign: str) -> str:
     return f"{RESULTS}/{campaign}/builds.ready"
+
+
+def host_builds_ready(campaign: str, host: str) -> str:
+    """A fleet's marker of one host's builds (builds_ready, per host)."""
+    return f"{RESULTS}/{campaign}/hosts/{host}/builds.ready"
 
 
 def results_json(campaign: str) -> str:

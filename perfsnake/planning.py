@@ -21,9 +21,11 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from perfsnake import hostlock, layout
 from perfsnake.benchmarks.base import Benchmark, source_key
@@ -114,13 +116,19 @@ class Builds:
 
     def _index(self, c: Campaign) -> None:
         bench = c.benchmark
-        platform = json.dumps(c.data["platform"], sort_keys=True) if c.platform.build_tag() else ""
         if bench.needs_build():
-            for key, params in c.build_keys().items():
-                self._add(c, bench, key, params, platform)
-                source = bench.source_for(params)
-                if source is not None:
-                    self.sources[source_key(source)] = source
+            specs: dict[str, str] = {}  # build key -> where it is built (a fleet's hosts each build their own)
+            for record in c.records:
+                if record.build_key not in specs:
+                    where = c.platform_of(record)
+                    specs[record.build_key] = (
+                        json.dumps(c.platform_spec(record), sort_keys=True) if where.build_tag() else ""
+                    )
+                    key, params = record.build_key, c.build_params(record)
+                    self._add(c, bench, key, params, specs[key])
+                    source = bench.source_for(params)
+                    if source is not None:
+                        self.sources[source_key(source)] = source
         # The launcher (or nothing, when the platform builds it remotely) and
         # our helper programs: made before the campaign's first run (through
         # builds_ready), but not inputs of every run job, which would cost a
@@ -163,11 +171,23 @@ class Builds:
             {p for n in group for p in (*self.tools[n], *(q for needs in self.run_needs[n].values() for q in needs))}
         )
 
-    def ready_flag(self, name: str) -> str:
+    def ready_flag(self, name: str, record_path: str | None = None) -> str:
         """The marker a campaign's runs wait for (a control campaign shares the
-        one of the campaign it controls, as their runs interleave)."""
+        one of the campaign it controls, as their runs interleave). A fleet's
+        runs wait for their host's builds only: a host that cannot build
+        holds up no other."""
         c = self.campaigns[name]
-        return layout.builds_ready(c.control_of[0] if c.control_of else c.why_of or name)
+        main = c.control_of[0] if c.control_of else c.why_of or name
+        if self.campaigns[main].fleet and record_path is not None:
+            return layout.host_builds_ready(main, str(c.by_path[record_path].values["host"]))
+        return layout.builds_ready(main)
+
+    def host_builds(self, name: str, host: str) -> list[str]:
+        """The builds and tools a fleet's runs on one host need (campaign_builds, for that host)."""
+        group = [name, *self.derived.controls(name)]
+        needs = {q for n in group for r in self.campaigns[n].records if r.values.get("host") == host
+                 for q in self.run_needs[n][r.path]}  # fmt: skip
+        return sorted({*needs, *(p for n in group for p in self.tools[n])})
 
 
 @dataclass
@@ -196,6 +216,11 @@ class Rounds:
         """Every run a campaign may get (up to precision's max_runs)."""
         c = self.campaigns[name]
         return self.plan_targets(name, {r.path: list(range(1, c.max_runs + 1)) for r in c.records})
+
+
+def fleet_lock(host: str) -> str:
+    """The Snakemake resource that serialises the runs on a fleet's host (one of it is global)."""
+    return "fleet_" + re.sub(r"[^A-Za-z0-9_]", "_", host)
 
 
 @dataclass
@@ -228,6 +253,28 @@ class Runs:
         if len(timeouts) < len(self.campaigns):
             return 30
         return math.ceil(max(timeouts) / 60) + 5
+
+    def fleet_hosts(self) -> list[str]:
+        """Every host of this invocation's fleets (`hosts:`), each once."""
+        return list(dict.fromkeys(h for c in self.campaigns.values() for h in c.fleet))
+
+    def locks(self) -> dict[str, object]:
+        """A run job's lock resources. `bench_lock` serialises this machine's
+        runs; a fleet's run holds instead its host's lock (fleet_lock), so
+        hosts run side by side and each one run at a time. Without a fleet
+        it is the constant 1 (a function per job costs planning time)."""
+        hosts = self.fleet_hosts()
+        if not hosts:
+            return {"bench_lock": 1}
+
+        def host_of(wildcards: Any) -> str | None:
+            record = self.campaigns[wildcards.campaign].by_path[wildcards.record]
+            return str(record.values["host"]) if self.campaigns[wildcards.campaign].fleet else None
+
+        def on_host(host: str | None) -> Callable[[Any], int]:
+            return lambda wildcards: int(host_of(wildcards) == host)
+
+        return {"bench_lock": on_host(None), **{fleet_lock(h): on_host(h) for h in hosts}}
 
     def run_order(self, name: str, record_path: str, run: int) -> int:
         """Position of a run in the invocation's execution order (lower first).
@@ -272,8 +319,8 @@ class Runs:
                 "benchmark": self._fingerprints[name],
                 "duration_s": c.duration_s,
             }
-            if c.platform.fingerprint():
-                data["platform"] = c.platform.fingerprint()
+            if fingerprint := c.platform_of(record).fingerprint():
+                data["platform"] = fingerprint
             spec = self._specs[key] = json.dumps(data, sort_keys=True, default=str)
         return spec
 
@@ -326,6 +373,8 @@ class Batches:
             return "its control runs interleave with its runs one by one"
         if c.bisect:
             return "bisection steps ask for single runs"
+        if c.fleet:
+            return "a fleet's hosts run in parallel (a batch would hold one host's runs up behind another's)"
         if self.instrument_targets(name):
             return "its instruments post-process each run (a rule per run reads its status.json)"
         return None

@@ -65,3 +65,16 @@ rule builds_ready:
     localrule: True
     run:
         mark_builds_ready(input, output, log)
+
+
+# A fleet's runs on one host wait for that host's builds only.
+rule host_builds_ready:
+    input:
+        host_builds,
+    output:
+        "results/{campaign}/hosts/{host}/builds.ready",
+    log:
+        "results/{campaign}/logs/builds-ready-{host}.log",
+    localrule: True
+    run:
+        mark_builds_ready(input, output, log)

@@ -55,6 +55,10 @@ if workflow.is_main_process and "bench_lock" not in workflow.global_resources:
         "perfsnake: error: bench_lock is not a global resource, so benchmark runs could overlap: "
         "use the workflow profile (profiles/default) or pass --resources bench_lock=1"
     )
+# A fleet's hosts each run one benchmark at a time: one lock resource per host
+# (Snakemake's own way to add a global resource, as for its pipe groups).
+for _lock in map(planning.fleet_lock, INDEX.runs.fleet_hosts()):
+    workflow.register_resource(_lock, 1)
 
 
 # Once the scheduler is built, before the first job: the cyclic garbage
@@ -92,7 +96,7 @@ def run_inputs(wildcards):
     # its age never re-runs a measurement (the run's own build still does).
     return [
         *INDEX.builds.run_inputs(wildcards.campaign, wildcards.record),
-        ancient(INDEX.builds.ready_flag(wildcards.campaign)),
+        ancient(INDEX.builds.ready_flag(wildcards.campaign, wildcards.record)),
     ]
 
 
@@ -102,6 +106,10 @@ def collect_params(wildcards):
 
 def campaign_builds(wildcards):
     return INDEX.builds.campaign_builds(wildcards.campaign)
+
+
+def host_builds(wildcards):
+    return INDEX.builds.host_builds(wildcards.campaign, wildcards.host)
 
 
 def run_params(wildcards):

@@ -11,9 +11,10 @@ rule run:
     log:
         "results/{campaign}/runs/{record}/run-{run}/stderr.txt",
     resources:
-        # Runs never overlap; the perfsnake scheduler starts them in the
-        # campaign's order (looked up from the output path, see common.smk).
-        bench_lock=1,
+        # Runs never overlap (a fleet's, never on one host: planning.Runs.locks);
+        # the perfsnake scheduler starts them in the campaign's order (looked
+        # up from the output path, see common.smk).
+        **INDEX.runs.locks(),
         # Wall-time limit (minutes) of a run job on a cluster: the longest
         # timeout_s plus start-up and hooks.
         runtime=INDEX.runs.run_runtime(),

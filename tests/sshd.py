@@ -38,12 +38,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(directory: Path) -> Sshd:
+def start(directory: Path, port: int | None = None) -> Sshd:
+    """A server in `directory` (its keys made once: a restart on the same port is the same host)."""
     directory.mkdir(parents=True, exist_ok=True)
     for name in ("host_key", "user_key"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(directory / name)], check=True)
+        if not (directory / name).exists():
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(directory / name)], check=True)
     shutil.copy(directory / "user_key.pub", directory / "authorized_keys")
-    port = free_port()
+    port = port or free_port()
     config = directory / "sshd_config"
     config.write_text(
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {directory / 'host_key'}\nPidFile {directory / 'sshd.pid'}\n"

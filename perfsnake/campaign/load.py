@@ -32,9 +32,12 @@ from perfsnake.errors import CampaignError
 from perfsnake.escape import value_text
 from perfsnake.instruments import Instruments
 from perfsnake.platforms import PLATFORMS, make_platform
+from perfsnake.platforms.ssh import fleet_spec
 from perfsnake.schema import fill_defaults, load_schema, schema_error
 
 SCHEMA = "campaign.schema.yaml"
+#: a fleet's variable: the host (platform.hosts' name) a record runs on
+FLEET_VARIABLE = "host"
 
 
 def load_campaign(path: str | Path, origin: str | None = None, check_machine: bool = True) -> Campaign:
@@ -51,6 +54,7 @@ def load_campaign(path: str | Path, origin: str | None = None, check_machine: bo
     benchmark = make_benchmark(data["benchmark"], origin)
     imported = _imported_records(benchmark, raw, data, origin)
     order, recs = _records(data, _expand_values(data["variables"], benchmark, origin), origin)
+    order, recs = _fleet_records(data, order, recs, origin)
     _check_names(order, list(benchmark.metrics), origin)
     _check_pretty(data["pretty"], order, recs, origin)
     benchmark.check(recs, order)
@@ -59,6 +63,7 @@ def load_campaign(path: str | Path, origin: str | None = None, check_machine: bo
     instruments.check(recs, order)
     platform = make_platform(data["platform"], order, origin)
     platform.check(instruments, origin)
+    fleet = {h: make_platform(fleet_spec(data["platform"], h), order, origin) for h in data.get("hosts") or []}
     derived = _derived(data["derived"], order, metrics_of(benchmark, instruments), origin)
     metrics = metrics_of(benchmark, instruments, derived)
     plots = check_plots(data["plots"], order, metrics, origin, recs)
@@ -70,7 +75,7 @@ def load_campaign(path: str | Path, origin: str | None = None, check_machine: bo
     if check_machine:  # last: a problem of the file itself is reported first
         check_requires(data, isinstance(benchmark, ImportedBenchmark), origin)
     recs, skipped = _skip_unavailable(instruments, recs, origin, check_machine)
-    records = [_record(r, order, build_vars, platform.build_tag()) for r in recs]
+    records = [_record(r, order, build_vars, fleet.get(str(r.get(FLEET_VARIABLE)), platform).build_tag()) for r in recs]
     kept = {r.path for r in records}
     pairs = [(a, b) for a, b in pairs if a in kept and b in kept]
     campaign = Campaign(
@@ -94,12 +99,36 @@ def load_campaign(path: str | Path, origin: str | None = None, check_machine: bo
         precision=precision,
         bisect=bisect,
         platform=platform,
+        fleet=fleet,
         derived=derived,
         references=references,
         skipped=skipped,
     )
     campaign.by_path = {r.path: r for r in records}
     return campaign
+
+
+def _fleet_records(data: dict, order: list[str], recs: list[dict], origin: str) -> tuple[list[str], list[dict]]:
+    """A fleet's records: every record on every host of `hosts:`, the host
+    its first variable (a record of one host is never pooled with another's)."""
+    hosts, platform = data.get("hosts"), data["platform"]
+    if not hosts:
+        if platform.get("hosts"):
+            raise CampaignError(origin, "hosts", "platform.hosts names a fleet: list the hosts to run on in hosts:")
+        return order, recs
+    if platform.get("type") != "ssh":
+        raise CampaignError(
+            origin, "hosts", "a fleet runs over ssh: set platform.type to ssh and name the hosts in platform.hosts"
+        )
+    known = list(platform.get("hosts") or {})
+    for i, name in enumerate(hosts):
+        if name not in known:
+            raise CampaignError(
+                origin, f"hosts[{i}]", f"{name!r} is not in platform.hosts ({', '.join(known) or 'none'})"
+            )
+    if FLEET_VARIABLE in order:
+        raise CampaignError(origin, f"variables.{FLEET_VARIABLE}", "is the fleet's own variable (hosts:): rename it")
+    return [FLEET_VARIABLE, *order], [{FLEET_VARIABLE: h, **r} for h in hosts for r in recs]
 
 
 def _skip_unavailable(

@@ -61,6 +61,8 @@ class Campaign:
     control_of: tuple[str, str] | None = None
     by_path: dict[str, Record] = field(default_factory=dict)
     platform: Platform = field(default_factory=Local)
+    #: a fleet (`hosts:`): host name -> its platform; a record's `host` picks it
+    fleet: dict[str, Platform] = field(default_factory=dict)
     #: derived metric -> its parsed expression, in declaration order
     derived: dict[str, ast.Expression] = field(default_factory=dict)
     #: reference gates, checked and normalised (perfsnake.gates)
@@ -88,6 +90,18 @@ class Campaign:
         params = dict(self.benchmark.build_defaults)
         params.update({v: record.values[v] for v in self.build_vars})
         return params
+
+    def platform_of(self, record: Record) -> Platform:
+        """Where the record's builds and runs execute (its host's, in a fleet)."""
+        return self.fleet[str(record.values["host"])] if self.fleet else self.platform
+
+    def platform_spec(self, record: Record) -> dict[str, object]:
+        """The campaign's `platform:`, or in a fleet the record's host's."""
+        if not self.fleet:
+            return self.data["platform"]
+        from perfsnake.platforms.ssh import fleet_spec
+
+        return fleet_spec(self.data["platform"], str(record.values["host"]))
 
     def run_params(self, record: Record) -> dict[str, object]:
         """Every parameter a run sees: defaults, then the record's values."""

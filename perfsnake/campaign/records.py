@@ -83,7 +83,7 @@ def _imported_records(benchmark: Benchmark, raw: dict, data: dict, origin: str) 
     data["records"]; returns the most runs a record has (0 when not imported)."""
     if not isinstance(benchmark, ImportedBenchmark):
         return 0
-    for name in ("variables", "records", "exclude", "nb_runs", "precision", "bisect", "control", "platform",
+    for name in ("variables", "records", "exclude", "nb_runs", "precision", "bisect", "control", "platform", "hosts",
                  "duration_s", "timeout_s", "flamegraph", "flamegraph_pairs", "wrappers", "shared_libs", "pre_run_hooks",
                  "post_run_hooks", "instruments"):  # fmt: skip
         if name in raw:

@@ -54,6 +54,15 @@ flock -n 9 || { echo "perfsnake: waiting for the benchmark lock of $(hostname) (
 """
 
 
+def fleet_spec(spec: Mapping[str, object], name: str) -> dict[str, object]:
+    """The platform of one host of a fleet: the platform's settings, then the
+    host's own (`options` merged key by key)."""
+    own = dict(spec["hosts"][name])  # type: ignore[index]
+    base = {k: v for k, v in spec.items() if k != "hosts"}
+    options = {**(base.get("options") or {}), **(own.pop("options", None) or {})}  # type: ignore[dict-item]
+    return {**base, **own, "options": options}
+
+
 def _local_boot_id() -> str:
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
@@ -80,7 +89,14 @@ class Ssh:
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, object], origin: str, key: str, variables: Sequence[str]) -> Ssh:
-        """`type: ssh`: a remote directory that stays under its root, ssh options of one word each."""
+        """`type: ssh`: a remote directory that stays under its root, ssh options of one word each.
+        A fleet's platform (`hosts:`, no `host`) is its first host's."""
+        if "host" not in spec:
+            hosts = spec.get("hosts")
+            if not isinstance(hosts, Mapping) or not hosts:
+                raise CampaignError(origin, key, "'host' is a required property (or 'hosts', for a fleet)")
+            name = next(iter(hosts))
+            return cls.from_spec(fleet_spec(spec, str(name)), origin, f"{key}.hosts.{name}", variables)
         remote_dir = str(spec.get("remote_dir", "/tmp/perfsnake-remote"))
         if ".." in remote_dir.split("/") or remote_dir.rstrip("/") == "":
             raise CampaignError(

@@ -7,6 +7,7 @@ interval, so nothing here is measured.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ from perfsnake.escape import value_text
 from perfsnake.hostlock import host_lock
 from perfsnake.instruments.base import Context
 from perfsnake.machine import state as machine_state
+from perfsnake.platforms import Ssh
 from perfsnake.stages import layout_builds, servers
 
 if TYPE_CHECKING:
@@ -155,16 +157,18 @@ def execute(
     hooks: tuple[list, list, object] | None = None,
     server: servers.Server | None = None,
     on_lock: Callable[[], None] | None = None,
+    local_lock: bool = True,
 ) -> int:
     """Run one benchmark through the platform's launcher; returns its exit code.
 
     The host's benchmark lock is held from before the pre-run hooks (and the
     start of the campaign's server, if it needs one) to after the post-run
     hooks, so no other invocation's run overlaps any of it. `on_lock` is
-    called first once it is held.
+    called first once it is held. Without `local_lock` the platform's
+    launcher takes the lock of the host it runs on (ssh to another machine).
     """
     run_dir.mkdir(parents=True, exist_ok=True)
-    with host_lock():
+    with host_lock() if local_lock else contextlib.nullcontext(-1):
         if on_lock is not None:
             on_lock()
         if server is not None:
@@ -432,8 +436,10 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
     params = {**c.run_params(c.by_path[record_path]), **extra}
     ctx = Context(params, rdir, workdir)
 
+    where = c.platform_of(c.by_path[record_path])
+
     def launch(run_dir: Path, text: str, timeout_s: float | None) -> int:
-        return c.platform.launch(workdir, run_dir, text, timeout_s, params)
+        return where.launch(workdir, run_dir, text, timeout_s, params)
 
     before: dict[str, object] = {"before": machine_state.snapshot()}
 
@@ -445,9 +451,13 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
         safefile.write_text(rdir / machine_state.STATE_FILE, json.dumps(before) + "\n")
 
     # Over ssh the runs execute on another machine: this one's state says nothing of them.
-    on_lock = record_state if c.platform.kind != "ssh" else None
+    on_lock = record_state if where.kind != "ssh" else None
+    # A host that takes its own benchmark lock (another machine, or a named
+    # lock) does not need this one's: a fleet's hosts run side by side.
+    local_lock = not (isinstance(where, Ssh) and where.remote_lock(where.prepare(workdir)))
     execute(launch, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
-            hooks=(c.instruments.pre, c.instruments.post, ctx), server=server, on_lock=on_lock)  # fmt: skip
+            hooks=(c.instruments.pre, c.instruments.post, ctx), server=server, on_lock=on_lock,
+            local_lock=local_lock)  # fmt: skip
     if server is not None:
         servers.after_run(server)
     # After the run, outside the timed interval (the launcher's).

@@ -22,6 +22,8 @@ from snakemake_interface_scheduler_plugins.base import SchedulerBase
 from snakemake_interface_scheduler_plugins.interfaces.jobs import JobSchedulerInterface
 
 LOCK = "bench_lock"
+#: a fleet host's lock resources: fleet_<host> (perfsnake.planning.fleet_lock)
+FLEET_LOCK = "fleet_"
 ORDER = "run_order"  # a resource, for workflows that set one instead
 
 #: set by the workflow (rules/common.smk): output path of a run job -> its position
@@ -52,15 +54,23 @@ def _position(job: JobSchedulerInterface) -> int:
     return int(job.scheduler_resources.get(ORDER, 0) or 0)
 
 
-class Scheduler(SchedulerBase):
-    #: job -> (holds the benchmark lock, position): jobs live as long as the DAG
-    _keys: dict[JobSchedulerInterface, tuple[bool, int]] = {}
+def _lock(job: JobSchedulerInterface) -> str:
+    """The benchmark lock a job holds: bench_lock, a fleet host's, or none ("")."""
+    for name, value in job.scheduler_resources.items():
+        if (name == LOCK or name.startswith(FLEET_LOCK)) and isinstance(value, int) and value > 0:
+            return name
+    return ""
 
-    def _key(self, job: JobSchedulerInterface) -> tuple[bool, int]:
+
+class Scheduler(SchedulerBase):
+    #: job -> (the benchmark lock it holds or "", position): jobs live as long as the DAG
+    _keys: dict[JobSchedulerInterface, tuple[str, int]] = {}
+
+    def _key(self, job: JobSchedulerInterface) -> tuple[str, int]:
         key = self._keys.get(job)
         if key is None:
-            is_run = int(job.scheduler_resources.get(LOCK, 0) or 0) > 0
-            key = self._keys[job] = (is_run, _position(job) if is_run else 0)
+            lock = _lock(job)
+            key = self._keys[job] = (lock, _position(job) if lock else 0)
         return key
 
     def select_jobs(
@@ -71,14 +81,19 @@ class Scheduler(SchedulerBase):
         input_sizes: dict,
     ) -> Sequence[JobSchedulerInterface] | None:
         available = dict(available_resources)
-        runs: list[JobSchedulerInterface] = []
+        runs: dict[str, list[JobSchedulerInterface]] = {}  # lock -> the runs that need it
         others: list[JobSchedulerInterface] = []
         for job in selectable_jobs:
-            (runs if self._key(job)[0] else others).append(job)
+            lock = self._key(job)[0]
+            if lock:
+                runs.setdefault(lock, []).append(job)
+            else:
+                others.append(job)
         selected: list[JobSchedulerInterface] = []
-        if runs:
-            # Only the next run in order may start; a later one never overtakes it.
-            first = min(runs, key=lambda j: (self._key(j)[1], -j.priority))
+        for waiting in runs.values():
+            # Per lock (this machine's, or each host's of a fleet) only the
+            # next run in order may start; a later one never overtakes it.
+            first = min(waiting, key=lambda j: (self._key(j)[1], -j.priority))
             if _fits(first, available):
                 selected.append(first)
                 _take(first, available)

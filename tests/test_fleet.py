@@ -1,0 +1,187 @@
+"""Fleets (`hosts:`): one campaign on several ssh hosts at once, each host one
+run at a time, results merged with the host as a variable. The hosts are real
+sshd servers on 127.0.0.1 that the tests start, each with its own benchmark
+lock file (on one machine, a host is what its lock says it is)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sshd
+from helpers import snakemake, statuses, write_campaign
+
+from perfsnake.campaign import load_campaign
+from perfsnake.campaign_csv import read_csv
+from perfsnake.errors import CampaignError
+from perfsnake.planning import fleet_lock
+
+HOSTS = ("alpha", "beta", "gamma")
+
+
+def fleet_campaign(platform: dict, hosts: list[str] | None = None, **extra: object) -> dict:
+    # Each run builds nothing but says where it ran; the sleep makes overlaps visible.
+    return {
+        "name": "f",
+        "benchmark": {"type": "command", "build": "echo built > marker", "command": "sleep 0.2; echo value={x}",
+                      "metrics": {"value": r"value=(\S+)"}},
+        "variables": {"x": [1, 2]},
+        "nb_runs": 2,
+        "hosts": hosts or list(platform["hosts"]),
+        "platform": platform,
+        **extra,
+    }  # fmt: skip
+
+
+def offline_platform() -> dict:
+    return {
+        "type": "ssh",
+        "user": "u",
+        "hosts": {h: {"host": "127.0.0.1", "port": 2200 + i} for i, h in enumerate(HOSTS)},
+    }
+
+
+# ---- the campaign ------------------------------------------------------------------
+
+
+def test_a_fleets_records_are_each_hosts_and_build_there(tmp_path):
+    c = load_campaign(write_campaign(tmp_path, fleet_campaign(offline_platform(), ["alpha", "gamma"])))
+    assert c.variables == ["host", "x"]
+    assert [r.path for r in c.records] == ["host-alpha/x-1", "host-alpha/x-2", "host-gamma/x-1", "host-gamma/x-2"]
+    ports = {r.values["host"]: c.platform_of(r).port for r in c.records}  # type: ignore[union-attr]
+    assert ports == {"alpha": 2200, "gamma": 2202}
+    # Each host builds its own: the build directories differ by host, a host's records share one.
+    keys = {r.values["host"]: r.build_key for r in c.records}
+    assert len({r.build_key for r in c.records}) == 2 and "2202" in keys["gamma"]
+    assert c.platform_spec(c.records[-1])["user"] == "u"  # the platform's settings, then the host's
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "problem"),
+    [
+        ({"platform": {"type": "local"}}, "hosts", "a fleet runs over ssh"),
+        ({"hosts": ["alpha", "delta"]}, "hosts[1]", "'delta' is not in platform.hosts (alpha, beta, gamma)"),
+        ({"variables": {"host": [1]}}, "variables.host", "the fleet's own variable"),
+        ({"hosts": None}, "hosts", "platform.hosts names a fleet"),
+        ({"hosts": []}, "hosts", "empty list of values"),
+    ],
+)
+def test_a_bad_fleet_is_one_line(tmp_path, change, key, problem):
+    data = {**fleet_campaign(offline_platform()), **change}
+    data = {k: v for k, v in data.items() if v is not None}
+    with pytest.raises(CampaignError) as info:
+        load_campaign(write_campaign(tmp_path, data))
+    assert info.value.key == key and problem in info.value.problem, str(info.value)
+
+
+def test_a_fleet_is_never_batched(tmp_path):
+    camp = write_campaign(tmp_path, fleet_campaign(offline_platform(), batch=10))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "--dry-run", "all", check=False)
+    assert proc.returncode != 0 and "batch: 10: not possible here, a fleet's hosts run in parallel" in proc.stderr
+    assert not (tmp_path / "results").exists()
+
+
+# ---- the scheduler -------------------------------------------------------------------
+
+
+def test_the_scheduler_starts_the_next_run_of_each_host_together():
+    """One run per lock at a time, in order within a host; hosts side by side."""
+    from snakemake_scheduler_plugin_perfsnake import Scheduler
+
+    class Job:  # what the scheduler reads of a job (hashable, as Snakemake's are)
+        def __init__(self, lock: str, order: int) -> None:
+            self.scheduler_resources = {lock: 1, "run_order": order, "_cores": 1}
+            self.output: list[str] = []
+            self.priority = 0
+
+    job = Job
+
+    jobs = [
+        job("fleet_alpha", 3),
+        job("fleet_alpha", 1),
+        job("fleet_beta", 2),
+        job("bench_lock", 5),
+        job("fleet_beta", 0),
+    ]
+    available = {"fleet_alpha": 1, "fleet_beta": 1, "bench_lock": 1, "_cores": 3}
+    chosen = Scheduler.select_jobs(Scheduler.__new__(Scheduler), jobs, jobs, available, {})
+    assert [(next(iter(j.scheduler_resources)), j.scheduler_resources["run_order"]) for j in chosen] == [
+        ("fleet_alpha", 1), ("fleet_beta", 0), ("bench_lock", 5)]  # fmt: skip
+    # A host whose lock is taken starts nothing; the others still do.
+    chosen = Scheduler.select_jobs(Scheduler.__new__(Scheduler), jobs, jobs, {**available, "fleet_alpha": 0}, {})
+    assert all("fleet_alpha" not in j.scheduler_resources for j in chosen) and len(chosen) == 2
+    assert fleet_lock("db-1.lab") == "fleet_db_1_lab"
+
+
+# ---- real hosts ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def hosts(tmp_path):
+    if not Path(sshd.SSHD).exists():
+        pytest.skip("openssh-server is not installed (scripts/setup/apt.sh installs it)")
+    servers = {h: sshd.start(tmp_path / f"sshd-{h}") for h in HOSTS}
+    yield servers
+    for server in servers.values():
+        sshd.stop(server)
+
+
+def fleet_platform(tmp_path: Path, servers: dict[str, sshd.Sshd]) -> dict:
+    """One platform, a host per server: its port, key, remote directory and lock."""
+    base = next(iter(servers.values())).platform(tmp_path / "unused")
+    specs = {}
+    for name, server in servers.items():
+        own = server.platform(tmp_path / f"remote-{name}")
+        specs[name] = {"host": own["host"], "port": own["port"], "identity": own["identity"],
+                       "remote_dir": own["remote_dir"], "lock": str(tmp_path / f"{name}.lock")}  # fmt: skip
+    return {"type": "ssh", "user": base["user"], "options": base["options"], "hosts": specs}
+
+
+def intervals(runs: dict[str, dict], host: str) -> list[tuple[float, float]]:
+    return sorted((s["start_epoch"], s["end_epoch"]) for k, s in runs.items() if k.startswith(f"host-{host}/"))
+
+
+@pytest.mark.e2e
+def test_a_fleet_runs_on_every_host_one_run_at_a_time_on_each(tmp_path, hosts):
+    platform = fleet_platform(tmp_path, hosts)
+    camp = write_campaign(tmp_path, fleet_campaign(platform))
+    snakemake(tmp_path, camp, "--cores", "3", "all")
+    runs = statuses(tmp_path, "f")
+    assert len(runs) == 3 * 2 * 2 and {s["status"] for s in runs.values()} == {"ok"}
+    for host in HOSTS:
+        spans = intervals(runs, host)
+        assert len(spans) == 4
+        assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:])), (host, spans)
+        # Built on that host (its remote directory), not here.
+        (build,) = [b for b in (tmp_path / "resources/builds").rglob("platform.json")
+                    if json.loads(b.read_text())["port"] == hosts[host].port]  # fmt: skip
+        assert (Path(platform["hosts"][host]["remote_dir"] + str(build.parent)) / "marker").is_file()
+    frame = read_csv(tmp_path / "results/f/f.csv")
+    assert sorted(frame.groupby("host").size().items()) == [("alpha", 4), ("beta", 4), ("gamma", 4)]
+    # A host's runs say which host they ran on (the facts of its platform.json).
+    for key in runs:
+        facts = json.loads((tmp_path / "results/f/runs" / key / "platform.json").read_text())
+        assert facts["port"] == hosts[key.split("/")[0].removeprefix("host-")].port
+
+
+@pytest.mark.e2e
+def test_an_unreachable_host_fails_its_runs_only_and_a_resume_completes_it(tmp_path, hosts):
+    platform = fleet_platform(tmp_path, hosts)
+    camp = write_campaign(tmp_path, fleet_campaign(platform))
+    sshd.stop(hosts["beta"])
+    proc = snakemake(tmp_path, camp, "--cores", "3", "all", check=False)
+    assert proc.returncode != 0
+    assert f"ssh to {platform['user']}@127.0.0.1 port {hosts['beta'].port} failed" in proc.stderr + proc.stdout
+    runs = statuses(tmp_path, "f")
+    assert sorted({k.split("/")[0] for k in runs}) == ["host-alpha", "host-gamma"] and len(runs) == 8
+    assert {s["status"] for s in runs.values()} == {"ok"}
+    before = {k: s["start_epoch"] for k, s in runs.items()}
+    # The host is back: the resume runs its runs, and only them.
+    hosts["beta"] = sshd.start(tmp_path / "sshd-beta", port=hosts["beta"].port)
+    snakemake(tmp_path, camp, "--cores", "3", "all")
+    runs = statuses(tmp_path, "f")
+    assert len(runs) == 12 and {s["status"] for s in runs.values()} == {"ok"}
+    assert {k: s["start_epoch"] for k, s in runs.items() if k in before} == before
+    assert sorted(read_csv(tmp_path / "results/f/f.csv")["host"].value_counts().items()) == [
+        ("alpha", 4), ("beta", 4), ("gamma", 4)]  # fmt: skip
