@@ -20,6 +20,9 @@ from typing import Any
 
 from perfsnake.schema import schema_defaults
 
+#: a fleet's variable (`hosts:`): the host, a name of platform.hosts, a record runs on
+FLEET_VARIABLE = "host"
+
 
 @dataclass(frozen=True)
 class Statistics:
@@ -83,13 +86,16 @@ class CampaignInfo:
     imported: dict[str, str] | None = None
     profile_differences: dict[str, Any] | None = None
     requires: dict[str, object] | None = None
+    #: a fleet's hosts (its `host` variable's values): records apart in `host` are apart in machine
+    hosts: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["statistics"] = self.statistics.as_dict()
-        if not self.requires:
-            # Only when set: campaigns without one keep their JSON, so nothing re-aggregates.
-            del out["requires"]
+        # Only when set: campaigns without one keep their JSON, so nothing re-aggregates.
+        for key in ("requires", "hosts"):
+            if not out[key]:
+                del out[key]
         return out
 
     def to_json(self) -> str:

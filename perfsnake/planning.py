@@ -30,7 +30,7 @@ from typing import Any
 from perfsnake import hostlock, layout
 from perfsnake.benchmarks.base import Benchmark, source_key
 from perfsnake.campaign import Campaign, load_campaigns, schema_error
-from perfsnake.contract import CampaignInfo, Statistics
+from perfsnake.contract import FLEET_VARIABLE, CampaignInfo, Statistics
 from perfsnake.errors import CampaignError
 from perfsnake.figures import Figure, figure_info, parse_figures
 
@@ -179,13 +179,13 @@ class Builds:
         c = self.campaigns[name]
         main = c.control_of[0] if c.control_of else c.why_of or name
         if self.campaigns[main].fleet and record_path is not None:
-            return layout.host_builds_ready(main, str(c.by_path[record_path].values["host"]))
+            return layout.host_builds_ready(main, str(c.by_path[record_path].values[FLEET_VARIABLE]))
         return layout.builds_ready(main)
 
     def host_builds(self, name: str, host: str) -> list[str]:
         """The builds and tools a fleet's runs on one host need (campaign_builds, for that host)."""
         group = [name, *self.derived.controls(name)]
-        needs = {q for n in group for r in self.campaigns[n].records if r.values.get("host") == host
+        needs = {q for n in group for r in self.campaigns[n].records if r.values.get(FLEET_VARIABLE) == host
                  for q in self.run_needs[n][r.path]}  # fmt: skip
         return sorted({*needs, *(p for n in group for p in self.tools[n])})
 
@@ -269,7 +269,7 @@ class Runs:
 
         def host_of(wildcards: Any) -> str | None:
             record = self.campaigns[wildcards.campaign].by_path[wildcards.record]
-            return str(record.values["host"]) if self.campaigns[wildcards.campaign].fleet else None
+            return str(record.values[FLEET_VARIABLE]) if self.campaigns[wildcards.campaign].fleet else None
 
         def on_host(host: str | None) -> Callable[[Any], int]:
             return lambda wildcards: int(host_of(wildcards) == host)
@@ -683,6 +683,7 @@ def campaign_info(c: Campaign) -> CampaignInfo:
         imported=imported_metadata(c),
         profile_differences=c.data.get("profile_differences"),
         requires=c.data.get("requires") or None,
+        hosts=list(c.fleet),
     )
 
 

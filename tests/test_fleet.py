@@ -5,6 +5,7 @@ lock file (on one machine, a host is what its lock says it is)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 from pathlib import Path
 
@@ -82,6 +83,43 @@ def test_a_fleet_is_never_batched(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+def test_a_fleets_figures_keep_its_hosts_apart(tmp_path):
+    plots = [
+        {"kind": "line", "x": "x", "y": "value", "name": "coloured"},
+        {"kind": "line", "x": "x", "y": "value", "color": "x", "name": "faceted"},
+        {"kind": "line", "x": "host", "y": "value", "color": "x", "name": "placed"},
+    ]
+    c = load_campaign(write_campaign(tmp_path, fleet_campaign(offline_platform(), plots=plots)))
+    by = {p["name"]: p for p in c.plots}
+    assert by["coloured"]["color"] == "host" and by["faceted"]["column"] == "host"
+    assert "column" not in by["placed"] and "row" not in by["placed"]
+
+
+def test_comparisons_between_hosts_are_marked_as_between_machines():
+    import numpy as np
+
+    from perfsnake.contract import CampaignInfo
+    from perfsnake.stages.analysis import comparison_rows, significant_document
+
+    rng = np.random.default_rng(5)
+    data = [{"variables": {"host": h, "x": x}, "metrics": {"value": float(base + rng.normal(0, 0.1))}, "status": "ok",
+             "start_epoch": i, "wall_s": 1.0}
+            for i in range(8) for h, shift in (("alpha", 0), ("beta", 5)) for x, step in (("1", 0), ("2", 10))
+            for base in [100 + shift + step]]  # fmt: skip
+    info = CampaignInfo.from_dict({"name": "f", "variables": ["host", "x"], "hosts": ["alpha", "beta"],
+                                   "statistics": {"metrics": ["value"]}})  # fmt: skip
+    rows = comparison_rows(data, info)
+    assert {(r["variable"], r["between_machines"]) for r in rows} == {("host", True), ("x", False)}
+    from perfsnake.pages import markdown
+
+    text = markdown.render(significant_document(rows, "f"))
+    assert "- between machines: value: host beta vs alpha (x=1)" in text
+    assert "- value: x 2 vs 1 (host=alpha)" in text
+    # A campaign that is no fleet has no such column.
+    plain = CampaignInfo.from_dict({"name": "f", "variables": ["host", "x"], "statistics": {"metrics": ["value"]}})
+    assert all("between_machines" not in r for r in comparison_rows(data, plain))
+
+
 # ---- the scheduler -------------------------------------------------------------------
 
 
@@ -146,7 +184,13 @@ def intervals(runs: dict[str, dict], host: str) -> list[tuple[float, float]]:
 def test_a_fleet_runs_on_every_host_one_run_at_a_time_on_each(tmp_path, hosts):
     platform = fleet_platform(tmp_path, hosts)
     camp = write_campaign(tmp_path, fleet_campaign(platform))
-    snakemake(tmp_path, camp, "--cores", "3", "all")
+    # This machine's benchmark lock is someone else's all along: the hosts take
+    # their own (named) locks, so the fleet never waits for this one.
+    local = tmp_path / "local.lock"
+    with open(local, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc = snakemake(tmp_path, camp, "--cores", "3", "all", env={"PERFSNAKE_HOST_LOCK": str(local)})
+    assert "another benchmark" not in proc.stderr
     runs = statuses(tmp_path, "f")
     assert len(runs) == 3 * 2 * 2 and {s["status"] for s in runs.values()} == {"ok"}
     for host in HOSTS:
@@ -159,6 +203,12 @@ def test_a_fleet_runs_on_every_host_one_run_at_a_time_on_each(tmp_path, hosts):
         assert (Path(platform["hosts"][host]["remote_dir"] + str(build.parent)) / "marker").is_file()
     frame = read_csv(tmp_path / "results/f/f.csv")
     assert sorted(frame.groupby("host").size().items()) == [("alpha", 4), ("beta", 4), ("gamma", 4)]
+    # Each row says which machine it ran on; the header does not pick one host's facts for all.
+    assert {h: set(rows["platform.port"]) for h, rows in frame.groupby("host")} == {
+        h: {s.port} for h, s in hosts.items()
+    }
+    head = (tmp_path / "results/f/f.csv").read_text()
+    assert "# platform_hosts: 3" in head and "# platform_port:" not in head
     # A host's runs say which host they ran on (the facts of its platform.json).
     for key in runs:
         facts = json.loads((tmp_path / "results/f/runs" / key / "platform.json").read_text())

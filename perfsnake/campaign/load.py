@@ -28,6 +28,7 @@ from perfsnake.campaign.model import Campaign, metrics_of
 from perfsnake.campaign.records import _build_variables, _expand_values, _imported_records, _record, _records
 from perfsnake.campaign.stopping import _stopping
 from perfsnake.campaign.yamlfile import load_yaml
+from perfsnake.contract import FLEET_VARIABLE
 from perfsnake.errors import CampaignError
 from perfsnake.escape import value_text
 from perfsnake.instruments import Instruments
@@ -36,8 +37,6 @@ from perfsnake.platforms.ssh import fleet_spec
 from perfsnake.schema import fill_defaults, load_schema, schema_error
 
 SCHEMA = "campaign.schema.yaml"
-#: a fleet's variable: the host (platform.hosts' name) a record runs on
-FLEET_VARIABLE = "host"
 
 
 def load_campaign(path: str | Path, origin: str | None = None, check_machine: bool = True) -> Campaign:
@@ -66,7 +65,7 @@ def load_campaign(path: str | Path, origin: str | None = None, check_machine: bo
     fleet = {h: make_platform(fleet_spec(data["platform"], h), order, origin) for h in data.get("hosts") or []}
     derived = _derived(data["derived"], order, metrics_of(benchmark, instruments), origin)
     metrics = metrics_of(benchmark, instruments, derived)
-    plots = check_plots(data["plots"], order, metrics, origin, recs)
+    plots = check_plots(_fleet_plots(data["plots"], bool(data.get("hosts"))), order, metrics, origin, recs)
     _check_statistics(data, benchmark, order, recs, origin)
     precision, bisect = _stopping(data, raw, order, recs, metrics, benchmark, origin)
     references = _references(data, order, recs, metrics, origin)
@@ -129,6 +128,22 @@ def _fleet_records(data: dict, order: list[str], recs: list[dict], origin: str) 
     if FLEET_VARIABLE in order:
         raise CampaignError(origin, f"variables.{FLEET_VARIABLE}", "is the fleet's own variable (hosts:): rename it")
     return [FLEET_VARIABLE, *order], [{FLEET_VARIABLE: h, **r} for h in hosts for r in recs]
+
+
+def _fleet_plots(plots: list[dict], fleet: bool) -> list[dict]:
+    """A fleet's figures keep its hosts apart: a plot that does not place
+    `host` colours by it, or takes a column or a row per host when its colour
+    is taken (a breakdown's and a speedup stack's colours are their parts)."""
+    if not fleet:
+        return plots
+    out = []
+    for plot in plots:
+        placed = {plot.get(a) for a in ("x", "color", "row", "column", "facet")}
+        stacked = plot["kind"] in ("breakdown", "speedup_stack")
+        free = [a for a in ("color", "column", "row") if a not in plot and not (a == "color" and stacked)]
+        free = [a for a in free if not (a == "column" and "facet" in plot)]
+        out.append({**plot, free[0]: FLEET_VARIABLE} if FLEET_VARIABLE not in placed and free else plot)
+    return out
 
 
 def _skip_unavailable(

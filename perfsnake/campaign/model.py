@@ -9,6 +9,7 @@ from pathlib import Path
 
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.benchmarks.imported import ImportedBenchmark
+from perfsnake.contract import FLEET_VARIABLE
 from perfsnake.instruments import Instruments
 from perfsnake.platforms import Local, Platform
 
@@ -93,7 +94,7 @@ class Campaign:
 
     def platform_of(self, record: Record) -> Platform:
         """Where the record's builds and runs execute (its host's, in a fleet)."""
-        return self.fleet[str(record.values["host"])] if self.fleet else self.platform
+        return self.fleet[str(record.values[FLEET_VARIABLE])] if self.fleet else self.platform
 
     def platform_spec(self, record: Record) -> dict[str, object]:
         """The campaign's `platform:`, or in a fleet the record's host's."""
@@ -101,7 +102,7 @@ class Campaign:
             return self.data["platform"]
         from perfsnake.platforms.ssh import fleet_spec
 
-        return fleet_spec(self.data["platform"], str(record.values["host"]))
+        return fleet_spec(self.data["platform"], str(record.values[FLEET_VARIABLE]))
 
     def run_params(self, record: Record) -> dict[str, object]:
         """Every parameter a run sees: defaults, then the record's values."""

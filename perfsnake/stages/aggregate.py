@@ -30,6 +30,8 @@ def rows_of(results: list[dict], variables: list[str], metrics: list[str]) -> tu
             if key not in metric_cols:
                 metric_cols.append(key)
     machine_cols = sorted({f"machine.{k}" for res in results for k in (res.get("machine") or {})})
+    # Over ssh, what each run's host said of itself: a fleet's rows differ by host.
+    machine_cols += sorted({f"platform.{k}" for res in results for k in (res.get("platform") or {})})
     # What of the machine's state differs from the campaign's first run (perfsnake.machine.state), empty when nothing.
     drift_cols = [DRIFT_COLUMN] if any("machine_state" in res for res in results) else []
     columns = [*BASE_COLUMNS, *variables, "run", *metric_cols, *TAIL_COLUMNS, *machine_cols, *drift_cols]
@@ -40,7 +42,7 @@ def rows_of(results: list[dict], variables: list[str], metrics: list[str]) -> tu
         row["run"] = res["run"]
         row.update({m: res["metrics"].get(m) for m in metric_cols})
         row.update({k: res[k] for k in TAIL_COLUMNS})
-        row.update({c: (res.get("machine") or {}).get(c[len("machine.") :]) for c in machine_cols})
+        row.update({c: (res.get(c.split(".")[0]) or {}).get(c.split(".", 1)[1]) for c in machine_cols})
         if drift_cols:
             row[DRIFT_COLUMN] = drift_text(res.get("state_drift") or {})
         rows.append(row)
@@ -91,6 +93,11 @@ def platform_metadata(results: list[dict], kind: str) -> dict[str, object]:
     (the remote host's facts for ssh; engine, image and image id for containers)."""
     if kind == "local":
         return {"platform": "local"}
+    hosts = {
+        (str(res["platform"].get("target")), str(res["platform"].get("port"))) for res in results if res.get("platform")
+    }
+    if len(hosts) > 1:  # a fleet: one host's facts would misdescribe the others' rows
+        return {"platform": kind, "platform_hosts": len(hosts), "platform_facts": "per row (platform.* columns)"}
     for res in results:
         path = Path(res["run_dir"]) / PLATFORM_FILE
         if path.exists():

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from perfsnake import gates, layout, noise_floor, profile_differences
-from perfsnake.contract import CampaignInfo
+from perfsnake.contract import FLEET_VARIABLE, CampaignInfo
 from perfsnake.escape import record_path, value_text
 from perfsnake.machine.monitor import THRESHOLD
 from perfsnake.pages import html as html_render
@@ -173,6 +173,8 @@ def comparison_rows(results: list[dict], info: CampaignInfo) -> list[dict[str, o
                 "record_b": record_path(dict(zip(variables, b, strict=True)), variables),
                 "n_a": len(samples[a]), "n_b": len(samples[b]), "subsession_size": size,
                 **comp.__dict__, "alpha": stats.alpha, "confidence": stats.confidence,
+                # a fleet's records one host apart: two machines compared, never pooled
+                **({"between_machines": var == FLEET_VARIABLE} if info.hosts else {}),
             })  # fmt: skip
     return corrected(rows, stats.correction, float(stats.alpha))
 
@@ -241,7 +243,8 @@ def significant_document(
             + (f"; {noise} of them {noise_floor.WITHIN}." if noise else ".")
         ))  # fmt: skip
     items = [
-        f"{r['metric']}: {r['variable']} {r['b']} vs {r['a']} ({r['fixed'] or 'no other variable'}): "
+        ("between machines: " if str(r.get("between_machines")) == "True" else "")
+        + f"{r['metric']}: {r['variable']} {r['b']} vs {r['a']} ({r['fixed'] or 'no other variable'}): "
         f"{number(r['relative_difference']):+.2%}, p = {number(r['p_value']):.3g}, adjusted p = {number(r.get('p_adjusted', r['p_value'])):.3g}, "
         f"difference CI [{number(r['diff_ci_low']):.4g}, {number(r['diff_ci_high']):.4g}]"
         + (" - why: differential profile in why/why.md" if r.get("profile") else "")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from perfsnake import layout
 from perfsnake.benchmarks.base import Benchmark, BuildContext, source_key
-from perfsnake.platforms import Local, make_platform
+from perfsnake.platforms import Local, PlatformError, make_platform
 from perfsnake.stages import layout_builds
 
 
@@ -24,7 +24,10 @@ def build(script: str, build_dir: Path, log_file: Path, platform: str = "", inpu
     script_file = build_dir / "build.sh"
     script_file.write_text("#!/bin/bash\nset -euo pipefail\n" + script + "\n")
     where = make_platform(json.loads(platform), [], "build") if platform else Local()
-    code = where.build(script_file, build_dir, log_file, [Path(p).resolve() for p in inputs or []])
+    try:
+        code = where.build(script_file, build_dir, log_file, [Path(p).resolve() for p in inputs or []])
+    except PlatformError as e:  # an unreachable host: one line, not a traceback
+        raise BuildError(f"build in {build_dir} not made: {e}") from None
     if code != 0:
         tail = Path(log_file).read_text(errors="replace").strip().splitlines()[-5:]
         raise BuildError(

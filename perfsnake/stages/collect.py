@@ -16,6 +16,7 @@ from perfsnake.contract import Statistics
 from perfsnake.escape import record_path
 from perfsnake.instruments import Instruments
 from perfsnake.machine import state as machine_state
+from perfsnake.platforms import PLATFORM_FILE
 from perfsnake.statistics.changepoints import SteadyState, steady_segment
 from perfsnake.statistics.summaries import work_per_second
 
@@ -137,7 +138,10 @@ def collect_run(
     if "reason" in status:
         result["reason"] = status["reason"]
     state_file = run_dir / machine_state.STATE_FILE
-    if state_file.exists():
+    facts = _remote_facts(run_dir)
+    if facts:
+        result["platform"] = facts
+    if state_file.exists() and not facts:  # over ssh it would describe this machine, not the one that ran
         snap = json.loads(state_file.read_text())
         cpu = (status.get("utime_s") or 0.0) + (status.get("stime_s") or 0.0)
         result["machine"] = machine_state.summarise(snap.get("before", {}), snap.get("after", {}), cpu)
@@ -154,6 +158,17 @@ def collect_run(
     if state != "ok":
         result["stderr_tail"] = stderr[-STDERR_TAIL:]
     return result
+
+
+def _remote_facts(run_dir: Path) -> dict[str, object]:
+    """What an ssh run's host said of itself (its platform.json; {} for a run made here)."""
+    path = run_dir / PLATFORM_FILE
+    if not path.exists():
+        return {}
+    facts = json.loads(path.read_text())
+    if facts.get("type") != "ssh":
+        return {}
+    return {k: v for k, v in facts.items() if k != "type" and not str(k).startswith("remote_")}
 
 
 def unparsed_line(campaign: str, label: str, result: Mapping[str, object]) -> str | None:

@@ -72,15 +72,22 @@ class Progress:
     #: the rounds of a precision or decide loop set the number of runs: total is only a cap
     adaptive: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: runs started, done or not: a fleet's hosts run side by side, each its own k
+    started: int = -1
+
+    def __post_init__(self) -> None:
+        self.started = max(self.started, self.done)
 
     def start(self, campaign: str, label: str) -> tuple[str, int]:
         """The progress line of a run that starts, and its k."""
         if self.adaptive:
             with self.lock:
-                k = self.done + 1
+                self.started += 1
+                k = self.started
             return f"[perfsnake] {campaign}: run {k} {label} (at most {self.total}: the rounds decide how many)", k
         with self.lock:
-            k = min(self.done + 1, self.total)
+            self.started += 1
+            k = min(self.started, self.total)
             remaining = self.total - self.done
             if self.measured:
                 eta = self.seconds / self.measured * remaining
