@@ -10,8 +10,8 @@ IMAGE=${1:-localhost/perfsnake-bookworm:latest}
 SUITE=${PERFSNAKE_IMAGE_SUITE:-bookworm}
 MIRROR=${PERFSNAKE_IMAGE_MIRROR:-http://deb.debian.org/debian}
 # Runtime libraries of the catalog's benchmarks (LevelDB links snappy and
-# libstdc++); builds happen on the host and are mounted read-only.
-INCLUDE=${PERFSNAKE_IMAGE_PACKAGES:-libstdc++6,libsnappy1v5,libjemalloc2,libgoogle-perftools4,procps}
+# libstdc++; lmbench's lat_rpc links libtirpc); builds happen on the host and are mounted read-only.
+INCLUDE=${PERFSNAKE_IMAGE_PACKAGES:-libstdc++6,libsnappy1v5,libjemalloc2,libgoogle-perftools4,libtirpc3,procps}
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
