@@ -120,6 +120,18 @@ def test_comparisons_between_hosts_are_marked_as_between_machines():
     assert all("between_machines" not in r for r in comparison_rows(data, plain))
 
 
+def test_history_records_each_run_on_the_host_it_ran_on(tmp_path):
+    from perfsnake.history.sources import read_campaign
+
+    (tmp_path / "campaign.json").write_text(json.dumps({"name": "f", "variables": ["host", "x"], "metrics": ["value"]}))
+    rows = [{"host": h, "x": 1, "run": 1, "value": 1.0, "status": "ok", "start": f"2026-01-01T00:00:0{i}Z",
+             "platform.hostname": f"{h}.lab"} for i, h in enumerate(("alpha", "beta"))]  # fmt: skip
+    (tmp_path / "f.json").write_text(json.dumps({"metadata": {"hostname": "login"}, "rows": rows}))
+    recording = read_campaign(tmp_path)
+    assert [r["hostname"] for r in recording.rows] == ["alpha.lab", "beta.lab"]
+    assert recording.invocation["hostname"] == "login"  # the invocation is the aggregating machine's
+
+
 # ---- the scheduler -------------------------------------------------------------------
 
 

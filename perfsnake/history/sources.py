@@ -64,11 +64,13 @@ def read_campaign(directory: Path, source: str = "workflow") -> Recording:
         record = json.dumps({v: row.get(v) for v in variables}, sort_keys=True)
         values = {m: row.get(m) for m in metrics if m in row}
         values["wall_s"] = row.get("wall_s")
+        # A run over ssh (a fleet's) ran on the host it reported, not on the machine that aggregated.
+        ran_on = str(row.get("platform.hostname") or hostname)
         rows.append(
             {
-                "run_key": run_key(name, hostname, record, int(row.get("run") or 0), row.get("start")),
+                "run_key": run_key(name, ran_on, record, int(row.get("run") or 0), row.get("start")),
                 "campaign": name,
-                "hostname": hostname,
+                "hostname": ran_on,
                 "record": record,
                 "run": int(row.get("run") or 0),
                 "status": str(row.get("status") or "failed"),
