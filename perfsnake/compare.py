@@ -40,6 +40,8 @@ VOLATILE = frozenset({"metadata_lines", "utc_time", "total_duration_s", "total_b
 #: microcode, the kernel, frequency policy, SMT, huge pages, mitigations, the compiler.
 STATE_KEYS = ("cpu_model", "microcode", "uname", "cpufreq_governor", "turbo", "smt", "transparent_hugepages",
               "mitigations", "compiler")  # fmt: skip
+#: What each row of an ssh run says of its host (platform.<key> columns): a change is another machine state.
+REMOTE_STATE_KEYS = ("cpu_model", "uname", "compiler", "os_release", "online_cpus", "memory")
 #: Median load average at the runs' start (machine.load1) further apart than this: another machine state.
 LOAD_GAP = 1.0
 #: Columns of a campaign CSV that are neither variables nor metrics.
@@ -128,6 +130,27 @@ def machine_state_differences(sides: list[Side]) -> list[str]:
     loads = [float(s.runs["machine.load1"].median()) for s in sides if "machine.load1" in s.runs]
     if len(loads) == len(sides) and max(loads) - min(loads) > LOAD_GAP:
         out.append("load at start (" + " vs ".join(f"{v:.2f}" for v in loads) + ")")
+    return out + _remote_state_differences(sides)
+
+
+def _remote_state_differences(sides: list[Side]) -> list[str]:
+    """Over ssh the `#` lines describe the machine that aggregated; each row's
+    platform.* columns say what its host was: compared host by host (a fleet's
+    `host` variable), or over all rows."""
+    out = []
+    by_host = all("host" in s.runs for s in sides)
+    for key in REMOTE_STATE_KEYS:
+        column = f"platform.{key}"
+        if not all(column in s.runs for s in sides):
+            continue
+        seen = []
+        for side in sides:
+            groups = side.runs.groupby("host")[column] if by_host else [("", side.runs[column])]
+            seen.append({str(h): "|".join(sorted({str(v) for v in values})) for h, values in groups})
+        hosts = sorted(set.intersection(*(set(x) for x in seen)))
+        differing = [h for h in hosts if len({x[h] for x in seen}) > 1]
+        if differing:
+            out.append(column + (f" (host {', '.join(differing)})" if by_host else ""))
     return out
 
 

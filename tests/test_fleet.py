@@ -132,6 +132,20 @@ def test_history_records_each_run_on_the_host_it_ran_on(tmp_path):
     assert recording.invocation["hostname"] == "login"  # the invocation is the aggregating machine's
 
 
+def test_compare_checks_each_hosts_state_between_result_sets():
+    import pandas as pd
+
+    from perfsnake.compare import Side, machine_state_differences
+
+    def side(beta_kernel: str) -> Side:
+        runs = pd.DataFrame({"host": ["alpha", "beta"], "x": [1, 1], "run": [1, 1], "value": [1.0, 2.0],
+                             "platform.uname": ["Linux 6.1", beta_kernel], "platform.cpu_model": ["EPYC", "Xeon"]})  # fmt: skip
+        return Side("s", "f", runs, {"cpu_model": "login", "uname": "login"})
+
+    assert machine_state_differences([side("Linux 6.1"), side("Linux 6.1")]) == []
+    assert machine_state_differences([side("Linux 6.1"), side("Linux 6.5")]) == ["platform.uname (host beta)"]
+
+
 # ---- the scheduler -------------------------------------------------------------------
 
 
