@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,54 @@ def test_an_unreachable_host_fails_its_runs_only_and_a_resume_completes_it(tmp_p
     assert {k: s["start_epoch"] for k, s in runs.items() if k in before} == before
     assert sorted(read_csv(tmp_path / "results/f/f.csv")["host"].value_counts().items()) == [
         ("alpha", 4), ("beta", 4), ("gamma", 4)]  # fmt: skip
+
+
+@pytest.mark.e2e
+def test_a_normal_users_fleet():
+    """A researcher's own account: its keys, its remote directories and lock
+    files, its checkout (the servers are root's, as a lab's would be; sshd
+    reads a user's authorized keys as that user, so they live where the user
+    may read them)."""
+    import os
+    import pwd
+    import shutil
+    import tempfile
+
+    from users import checkout_for, ensure_user, give, is_root, run_as, snakemake_argv, user_python
+
+    if not is_root():
+        pytest.skip("creates a user: needs root")
+    if not Path(sshd.SSHD).exists():
+        pytest.skip("openssh-server is not installed (scripts/setup/apt.sh installs it)")
+    user = ensure_user("perfsnake-alice").pw_name
+    uid = pwd.getpwnam(user).pw_uid
+    # useradd leaves the account locked ("!"), which sshd refuses without PAM: no password, not locked.
+    subprocess.run(["usermod", "-p", "*", user], check=True)
+    base = Path(tempfile.mkdtemp(prefix="perfsnake-fleet-", dir="/var/tmp"))
+    base.chmod(0o755)
+    servers = {h: sshd.start(base / h) for h in HOSTS}
+    try:
+        checkout = checkout_for(user, "perfsnake-fleet")
+        own = Path(pwd.getpwnam(user).pw_dir) / "fleet"
+        shutil.rmtree(own, ignore_errors=True)
+        (own / "campaigns").mkdir(parents=True)
+        platform = fleet_platform(own, servers)
+        platform["user"] = user
+        for name, server in servers.items():
+            shutil.copy(server.key, own / f"key-{name}")
+            platform["hosts"][name]["identity"] = str(own / f"key-{name}")
+        camp = own / "campaigns" / "fleet.yaml"
+        camp.write_text(json.dumps(fleet_campaign(platform)))
+        give(user, own)
+        proc = run_as(user, snakemake_argv(user_python(), camp, "--cores", "3"), cwd=checkout)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+        runs = statuses(checkout, "f")
+        assert len(runs) == 12 and {s["status"] for s in runs.values()} == {"ok"}
+        for host in HOSTS:
+            spans = intervals(runs, host)
+            assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:])), (host, spans)
+            assert os.stat(platform["hosts"][host]["lock"]).st_uid == uid  # its own lock, taken as itself
+    finally:
+        for server in servers.values():
+            sshd.stop(server)
+        shutil.rmtree(base, ignore_errors=True)
