@@ -30,10 +30,10 @@ class Point:
     high: float = field(init=False)
 
     def __post_init__(self) -> None:
-        from scipy import stats
-
         self.mean = float(self.runs.mean())
         if len(self.runs) >= 2 and self.runs.std(ddof=1) > 0:
+            from scipy import stats  # here: invocations of one run never pay for importing scipy.stats (~1 s)
+
             half = stats.t.ppf(0.975, len(self.runs) - 1) * self.runs.std(ddof=1) / np.sqrt(len(self.runs))
         else:
             half = 0.0

@@ -110,11 +110,11 @@ def spread_flags(x: np.ndarray, max_cv: float = 0.1, max_ratio: float = 1.5) -> 
 def trend(x: np.ndarray) -> tuple[float, float]:
     """(Kendall's tau, two-sided p) of the values against their run order:
     the Mann-Kendall trend test; (nan, nan) below 4 values or when constant."""
-    from scipy import stats
-
     x = np.asarray(x, dtype=float)
     if len(x) < 4 or np.allclose(x, x[0]):
         return float("nan"), float("nan")
+    from scipy import stats  # here: a campaign of few runs never pays for importing scipy.stats (~1 s)
+
     res = stats.kendalltau(np.arange(len(x)), x)
     return float(res.statistic), float(res.pvalue)
 
