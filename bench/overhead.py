@@ -16,6 +16,10 @@
 
 usage: .venv/bin/python bench/overhead.py [--quick]
 Writes bench/results/overhead.json and prints a table.
+
+`--one-run ROUNDS [--before CHECKOUT]` measures only the one-run campaign
+against the bare one-job workflow (and another checkout's, e.g. the commit
+before a change), interleaved round by round; writes bench/results/one_run.json.
 """
 
 from __future__ import annotations
@@ -52,11 +56,13 @@ def _cpu_of_children() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def snakemake(workdir: Path, campaign: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
-           "--configfile", str(ROOT / "config/config.yaml"), "--directory", str(workdir),
+def snakemake(
+    workdir: Path, campaign: Path, *args: str, root: Path = ROOT, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    cmd = [SNAKEMAKE, "-s", str(root / "workflow/Snakefile"), "--workflow-profile", str(root / "profiles/default"),
+           "--configfile", str(root / "config/config.yaml"), "--directory", str(workdir),
            "--config", f"campaign={campaign}", *args]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-3000:])
     return proc
@@ -224,15 +230,83 @@ def one_run_end_to_end(workdir: Path) -> dict:
     return {"perfsnake_s": perfsnake_s, "bare_s": bare_s, "ratio": perfsnake_s / bare_s}
 
 
+def one_run_rounds(work: Path, rounds: int, before: Path | None) -> dict:
+    """A 1-run campaign end to end against bare Snakemake's one-job workflow,
+    `rounds` times, interleaved (the order rotates each round); with `before`
+    (another checkout of perfsnake, e.g. `git worktree add /tmp/before HEAD`
+    with .venv symlinked), that checkout's campaign too, in the same rounds.
+    Each side records into a results store of its own in the scratch
+    directory (PERFSNAKE_HISTORY), so the history job reads the same small
+    store on both sides, not the user's growing one."""
+    trees = {"perfsnake": ROOT, **({"before": before.resolve()} if before else {})}
+    camps, envs = {}, {}
+    for side, root in trees.items():
+        wd = work / f"one_{side}"
+        wd.mkdir(parents=True, exist_ok=True)
+        camps[side] = write(wd, {"name": "one", "benchmark": {"type": "command", "command": "true {x}"},
+                                 "variables": {"x": [1]}, "nb_runs": 1})  # fmt: skip
+        envs[side] = {**os.environ, "PERFSNAKE_HISTORY": f"sqlite:///{wd / 'history.sqlite'}"}
+        snakemake(wd, camps[side], "--cores", "1", "resources/bin/psrun", root=root, env=envs[side])
+        snakemake(wd, camps[side], "--cores", "1", "all", root=root, env=envs[side])  # warm-up: bytecode, caches
+    bare_dir = bare_workflow(work / "bare_one_rounds").parent
+    bare_cmd = [SNAKEMAKE, "all", "--cores", "1", "--scheduler", "greedy", "--quiet", "-s", str(bare_dir / "Snakefile"),
+                "--directory", str(bare_dir), "--config", "njobs=1"]  # fmt: skip
+    subprocess.run(bare_cmd, cwd=bare_dir, capture_output=True, check=True)
+    sides = [*trees, "bare"]
+    times: dict[str, list[float]] = {side: [] for side in sides}
+    for r in range(rounds):
+        for side in sides[r % len(sides) :] + sides[: r % len(sides)]:
+            if side == "bare":
+                shutil.rmtree(bare_dir / "out", ignore_errors=True)
+                start = time.monotonic()
+                subprocess.run(bare_cmd, cwd=bare_dir, capture_output=True, check=True)
+            else:
+                wd = camps[side].parent
+                shutil.rmtree(wd / "results" / "one", ignore_errors=True)
+                start = time.monotonic()
+                snakemake(wd, camps[side], "--cores", "1", "all", root=trees[side], env=envs[side])
+            times[side].append(time.monotonic() - start)
+    out: dict = {"rounds": rounds, "loadavg": Path("/proc/loadavg").read_text().split()[:3], "times_s": times}
+    for side in trees:
+        ratios = sorted(a / b for a, b in zip(times[side], times["bare"]))
+        out[side] = {"median_s": float(np.median(times[side])), "min_s": min(times[side]),
+                     "paired_ratio_median": ratios[len(ratios) // 2], "paired_ratio_range": [ratios[0], ratios[-1]],
+                     "min_ratio": min(times[side]) / min(times["bare"])}  # fmt: skip
+    out["bare"] = {"median_s": float(np.median(times["bare"])), "min_s": min(times["bare"])}
+    return out
+
+
+def print_one_run(res: dict) -> None:
+    print(f"\n== one-run campaign end to end, {res['rounds']} interleaved rounds (load {' '.join(res['loadavg'])}) ==")
+    print(f"bare one-job workflow: median {res['bare']['median_s']:.2f} s, min {res['bare']['min_s']:.2f} s")
+    for side in ("before", "perfsnake"):
+        if side in res:
+            r = res[side]
+            lo, hi = r["paired_ratio_range"]
+            print(f"{side:9s}: median {r['median_s']:.2f} s, min {r['min_s']:.2f} s; ratio to bare, paired by round: "
+                  f"median {r['paired_ratio_median']:.2f}x [{lo:.2f}, {hi:.2f}], of minima {r['min_ratio']:.2f}x")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="few rounds, for a smoke run")
     parser.add_argument(
         "--skip", nargs="*", default=[], choices=["heater", "leveldb", "orchestration", "dag", "baselines"]
     )
+    parser.add_argument("--one-run", type=int, metavar="ROUNDS",
+                        help="only the one-run campaign against bare Snakemake, ROUNDS interleaved rounds")  # fmt: skip
+    parser.add_argument("--before", type=Path, metavar="CHECKOUT",
+                        help="with --one-run: another checkout's campaign in the same rounds")  # fmt: skip
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="perfsnake-bench-"))
+    if args.one_run:
+        res = one_run_rounds(work, args.one_run, args.before)
+        res["command"] = " ".join(sys.argv)
+        (OUT / "one_run.json").write_text(json.dumps(res, indent=2) + "\n")
+        print_one_run(res)
+        shutil.rmtree(work, ignore_errors=True)
+        return
     # Share the fetched LevelDB source with the scratch directory.
     if (ROOT / "resources" / "src").exists():
         (work / "resources").mkdir()
