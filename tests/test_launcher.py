@@ -429,3 +429,55 @@ def test_another_user_is_contained_in_a_delegated_cgroup_or_as_a_subreaper(psrun
     finally:
         shutil.rmtree(base, ignore_errors=True)
         remove_cgroup_tree(delegation)
+
+
+def test_guardian_keeps_only_its_pipe_and_the_lock(psrun, tmp_path):
+    # It closes every other descriptor (close_range around the two it keeps),
+    # so a pipe of the caller's, say, is not held open by it.
+    lock = tmp_path / "bench.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    extra_r, extra_w = os.pipe()
+    proc = subprocess.Popen([str(psrun), "--dir", str(tmp_path), "--lock-fd", str(fd), "--", "/bin/sh", "-c",
+                             f"echo $$ > {tmp_path}/pid; exec sleep 60"], pass_fds=[fd, extra_w])  # fmt: skip
+    try:
+        read_pid(tmp_path / "pid")
+        guardian = guardian_of(tmp_path)
+        held = {int(n): os.readlink(f"/proc/{guardian}/fd/{n}") for n in os.listdir(f"/proc/{guardian}/fd")}
+        assert held.get(fd) == str(lock)
+        assert len(held) == 2 and all(t.startswith("pipe:") for n, t in held.items() if n != fd), held
+        assert f"pipe:[{os.fstat(extra_w).st_ino}]" not in held.values()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+        for d in (fd, extra_r, extra_w):
+            os.close(d)
+
+
+def test_status_times_are_utc_iso_of_the_epochs(psrun, tmp_path):
+    from datetime import UTC, datetime
+
+    launch(psrun, tmp_path, "/bin/true")
+    st = status(tmp_path)
+    for key in ("start", "end"):
+        stamp = datetime.strptime(st[key], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        assert abs(stamp.timestamp() - st[f"{key}_epoch"]) < 2e-6, (st[key], st[f"{key}_epoch"])
+
+
+@pytest.mark.parametrize("fsync", [None, "0"])
+def test_status_fsync_can_be_left_to_the_caller(psrun, tmp_path, fsync):
+    # PERFSNAKE_STATUS_FSYNC=0 (a batch, which syncs once before its marker):
+    # status.json is renamed into place without an fsync; the benchmark's
+    # environment does not carry the switch either way.
+    env = {k: v for k, v in os.environ.items() if k != "PERFSNAKE_STATUS_FSYNC"}
+    if fsync is not None:
+        env["PERFSNAKE_STATUS_FSYNC"] = fsync
+    argv = [str(psrun), "--dir", str(tmp_path), "--", "/bin/sh", "-c", f"env > {tmp_path}/env.txt"]
+    strace = shutil.which("strace")
+    if strace:
+        argv = [strace, "-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", str(tmp_path / "trace"), *argv]
+    subprocess.run(argv, env=env, check=True, capture_output=True)
+    assert status(tmp_path)["status"] == "ok"
+    assert "PERFSNAKE_STATUS_FSYNC" not in (tmp_path / "env.txt").read_text()
+    if strace:
+        synced = "fsync(" in (tmp_path / "trace").read_text()
+        assert synced == (fsync is None)
