@@ -143,13 +143,25 @@ def _holder(fd: int) -> str:
         return ""
 
 
+#: (euid, pid) -> the holder's line: a batch takes the lock once per run
+_holder_text: dict[tuple[int, int], bytes] = {}
+
+
 def _record_holder(fd: int) -> None:
-    """Say who holds it, for the next user's waiting line (a read-only descriptor cannot)."""
+    """Say who holds it, for the next user's waiting line (a read-only descriptor cannot).
+    The file already saying so (this process's previous run of a batch) is left as it is:
+    a truncate and a write on every run cost more than the flock."""
+    key = (os.geteuid(), os.getpid())
+    text = _holder_text.get(key)
+    if text is None:
+        try:
+            text = f"{pwd.getpwuid(key[0]).pw_name} (pid {key[1]})\n".encode()
+        except KeyError:
+            text = f"uid {key[0]} (pid {key[1]})\n".encode()
+        _holder_text[key] = text
     try:
-        text = f"{pwd.getpwuid(os.geteuid()).pw_name} (pid {os.getpid()})\n".encode()
-    except KeyError:
-        text = f"uid {os.geteuid()} (pid {os.getpid()})\n".encode()
-    try:
+        if os.pread(fd, len(text) + 1, 0) == text:
+            return
         os.ftruncate(fd, 0)
         os.pwrite(fd, text, 0)
     except OSError:

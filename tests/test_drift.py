@@ -252,3 +252,19 @@ def test_runs_on_another_machine_record_no_state_of_this_one(tmp_path):
     assert [r["status"] for r in found] == ["ok", "ok"]
     assert not any("machine_state" in r or "state_drift" in r for r in found)
     assert "machine.state_drift" not in read_results(tmp_path / "results/c/c.csv").columns
+
+
+def test_the_boot_is_read_once_per_process(monkeypatch):
+    # No process outlives its boot: a batch's runs read the boot id and the
+    # kernel once, and every other key of the identity before each run.
+    calls = []
+    monkeypatch.setattr(machine_state, "_this_boot", None)
+    monkeypatch.setattr(metadata, "boot_id", lambda: calls.append(1) or "b00t")
+    thp = []
+    monkeypatch.setattr(metadata, "transparent_hugepages", lambda: thp.append(1) or "never")
+    for _ in range(3):
+        found = machine_state.identity()
+        assert found["boot_id"] == "b00t" and found["kernel"] == os.uname().release and found["thp"] == "never"
+    assert len(calls) == 1 and len(thp) == 3
+    monkeypatch.setattr(machine_state, "_this_boot", (-1, "old", "other"))  # another process's (a fork)
+    assert machine_state.identity()["boot_id"] == "b00t" and len(calls) == 2

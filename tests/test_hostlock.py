@@ -121,3 +121,17 @@ def test_a_lock_this_user_cannot_create_is_refused_before_anything_runs(tmp_path
     error = [line for line in proc.stderr.splitlines() if line.startswith("perfsnake: error:")]
     assert len(error) == 1 and "host_lock" in error[0] and str(lock) in error[0], proc.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_the_holder_line_is_written_once_per_holder(private_lock, monkeypatch):
+    # A batch takes the lock once per run: the holder's line, already there
+    # from its previous run, is not truncated and written again.
+    monkeypatch.setenv(hostlock.LOCK_ENV, str(private_lock / "bench.lock"))
+    (private_lock / "bench.lock").write_text("someone else (pid 1)\n")
+    writes = []
+    real = os.ftruncate
+    monkeypatch.setattr(os, "ftruncate", lambda fd, n: (writes.append(fd), real(fd, n))[1])
+    for _ in range(3):
+        with hostlock.host_lock() as fd:
+            assert hostlock._holder(fd).endswith(f"(pid {os.getpid()})")
+    assert len(writes) == 1

@@ -95,15 +95,30 @@ def _per_cpu(values: Mapping[int, str]) -> str | None:
     return ", ".join(f"{value} on {cpu_ranges(cpus)}" for value, cpus in groups.items())
 
 
+#: (pid, kernel, boot id): what no process outlives, read once per process
+_this_boot: tuple[int, str, str | None] | None = None
+
+
+def _boot() -> tuple[str, str | None]:
+    """The kernel release and boot id: fixed for as long as this process
+    lives (another boot is another process), so read once, not before each
+    run of a batch."""
+    global _this_boot
+    if _this_boot is None or _this_boot[0] != os.getpid():
+        _this_boot = (os.getpid(), os.uname().release, metadata.boot_id() or None)
+    return _this_boot[1], _this_boot[2]
+
+
 def identity() -> dict[str, object]:
     """The machine state a run is measured in, from a few small files (the
     readers of perfsnake.machine.metadata, which the CSV's metadata and
     `perfsnake tune` use too). None where this machine has no such setting
     (no cpufreq on a VM, no SMT control)."""
+    kernel, boot_id = _boot()
     return {
         "hostname": os.uname().nodename,
-        "kernel": os.uname().release,
-        "boot_id": metadata.boot_id() or None,
+        "kernel": kernel,
+        "boot_id": boot_id,
         "microcode": metadata.microcode(),
         "governor": _per_cpu(metadata.governor_by_cpu()),
         "turbo": metadata.turbo(),

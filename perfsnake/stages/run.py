@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -427,8 +427,10 @@ def run_script(index: CampaignIndex, name: str, record_path: str, run: int, work
     return rdir, command_text(rdir, body, env, header=header)
 
 
-def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> None:
-    """One run job: hooks, the launcher (the timed part), progress on stderr."""
+def execute_run(index: CampaignIndex, name: str, record_path: str, run: int, batched: bool = False) -> None:
+    """One run job: hooks, the launcher (the timed part), progress on stderr.
+    `batched`: a run of a batch job, whose status.json the batch makes
+    durable once, before its marker (see execute_batch), not one fsync a run."""
     workdir = Path.cwd()
     c = index.campaigns[name]
     # A port the run's daemon and benchmark may share ({free_port}).
@@ -446,6 +448,9 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
     where = c.platform_of(c.by_path[record_path])
 
     def launch(run_dir: Path, text: str, timeout_s: float | None) -> int:
+        if batched and where.kind == "local":
+            with _status_fsync_off():
+                return where.launch(workdir, run_dir, text, timeout_s, params)
         return where.launch(workdir, run_dir, text, timeout_s, params)
 
     before: dict[str, object] = {"before": machine_state.snapshot()}
@@ -478,6 +483,46 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int) -> 
 
 #: in a batched run's directory: what the run was measured under (its spec and builds), written before it starts
 SPEC_STAMP = ".run-spec"
+#: psrun's switch for the fsync of status.json before its rename (psrun.c); psrun removes it
+#: from the benchmark's environment
+STATUS_FSYNC_ENV = "PERFSNAKE_STATUS_FSYNC"
+
+
+@contextlib.contextmanager
+def _status_fsync_off() -> Iterator[None]:
+    """psrun renames status.json into place without its fsync (on a VM disk
+    about 0.5-3.5 ms, the largest part of a short run's launch); still
+    atomic, made durable by the batch's sync_results before its marker."""
+    before = os.environ.get(STATUS_FSYNC_ENV)
+    os.environ[STATUS_FSYNC_ENV] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(STATUS_FSYNC_ENV, None)
+        else:
+            os.environ[STATUS_FSYNC_ENV] = before
+
+
+def sync_results(directory: Path) -> None:
+    """What a batch's runs wrote, on disk: one syncfs of the file system
+    holding `directory` (os.sync where libc has none). A machine that
+    crashes before it may lose or truncate the status.json of runs since the
+    batch started; the batch has no marker yet, so the next invocation runs
+    it again, and measures again each run without a status that parses."""
+    import ctypes
+
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        os.sync()
+        return
+    try:
+        syncfs = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", None)
+        if syncfs is None or syncfs(fd) != 0:
+            os.sync()
+    finally:
+        os.close(fd)
 
 
 def run_stamp(index: CampaignIndex, name: str, record_path: str, workdir: Path) -> str:
@@ -540,13 +585,17 @@ def execute_batch(index: CampaignIndex, name: str, round_number: int, k: int,
         rdir.mkdir(parents=True, exist_ok=True)
         safefile.write_text(rdir / SPEC_STAMP, stamp + "\n")
         try:
-            execute_run(index, name, record_path, run)
+            execute_run(index, name, record_path, run, batched=True)
         except Exception as exc:  # noqa: BLE001 - one aborted run does not stop its batch
             aborted.append(f"{label}: {exc}")
             say(f"[perfsnake] {name}: run {label} ABORTED: {exc}",
                 {"kind": "failed", "campaign": name, "label": label}, logging.WARNING)  # fmt: skip
             continue
         measured.append(label)
+    # The runs' status.json (renamed into place without an fsync each) on
+    # disk before the marker says the batch is done.
+    if measured or aborted:
+        sync_results(layout.here(layout.campaign_dir(name), workdir))
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
     Path(log_file).write_text(
         f"{len(measured)} run(s) measured, {len(kept)} kept (finished before), {len(aborted)} aborted\n"
