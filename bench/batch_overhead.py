@@ -12,14 +12,21 @@ order, at every size), for N runs of `true` (10 records x N/10 runs):
 Per way and size: the invocation's (up to the campaign's results.json: runs
 and their collection, the analysis after them left out) wall and CPU time (itself and its
 children), its peak RSS (GNU time: the largest process), the summed run
-time perfsnake recorded (the launcher's interval), and a dry run's time and
+time perfsnake recorded (the launcher's interval), the gap between runs in a
+job (median, from one run's end to the next one's start in status.json:
+what a run costs outside the launcher's interval), and a dry run's time and
 peak RSS on a fresh directory. From two sizes: the marginal orchestration
 per run (wall time per extra run) and the fixed start-up (what is left at
 the smaller size). The builds (the launcher) are made before the clock
 starts; perfsnake's runs use a host lock of their own (the machine's would
 make them wait for other users' benchmarks).
 
-usage: .venv/bin/python bench/batch_overhead.py [--sizes 1000 10000] [--rounds 1] [--ways ...]
+`--before CHECKOUT` (another checkout of perfsnake, e.g. `git archive HEAD |
+tar -x -C /tmp/before`) measures each perfsnake way with that checkout too
+(`<way>@before`: its workflow, its perfsnake first on PYTHONPATH), right
+before or after this tree's at the same size (the order alternates).
+
+usage: .venv/bin/python bench/batch_overhead.py [--sizes 1000 10000] [--rounds 1] [--ways ...] [--before CHECKOUT]
 Writes bench/results/batch_overhead.json and prints a table.
 """
 
@@ -84,9 +91,9 @@ def gnu_time(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> di
     return {"wall_s": float(elapsed), "cpu_s": float(user) + float(system), "peak_rss_mb": int(rss_kb) / 1024}
 
 
-def perfsnake_cmd(workdir: Path, camp: Path, *args: str) -> list[str]:
-    return [SNAKEMAKE, *args, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
-            "--configfile", str(ROOT / "config/config.yaml"), "--directory", str(workdir),
+def perfsnake_cmd(workdir: Path, camp: Path, *args: str, root: Path = ROOT) -> list[str]:
+    return [SNAKEMAKE, *args, "-s", str(root / "workflow/Snakefile"), "--workflow-profile", str(root / "profiles/default"),
+            "--configfile", str(root / "config/config.yaml"), "--directory", str(workdir),
             "--config", f"campaign={camp}"]  # fmt: skip
 
 
@@ -99,11 +106,13 @@ def campaign(workdir: Path, way: str, runs: int) -> Path:
     return path
 
 
-def measure(base: Path, way: str, runs: int, lock: Path) -> dict[str, object]:
-    workdir = base / f"{way}-{runs}"
+def measure(base: Path, way: str, runs: int, lock: Path, before: Path | None = None) -> dict[str, object]:
+    """One way at one size; with `before`, a perfsnake way with that checkout."""
+    root = before or ROOT
+    workdir = base / f"{way}-{runs}" if before is None else base / f"{way}-before-{runs}"
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
-    out: dict[str, object] = {"way": way, "runs": runs}
+    out: dict[str, object] = {"way": way if before is None else f"{way}@before", "runs": runs}
     if way == "shell":
         script = workdir / "loop.sh"
         script.write_text(SHELL_LOOP)
@@ -121,21 +130,38 @@ def measure(base: Path, way: str, runs: int, lock: Path) -> dict[str, object]:
         out.update(gnu_time([SNAKEMAKE, "all", "--cores", "1", "--scheduler", "greedy", "--quiet", *common], workdir))
         return out
     env = {"PERFSNAKE_HOST_LOCK": str(lock)}
+    if before is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(before), *filter(None, [os.environ.get("PYTHONPATH")])])
     camp = campaign(workdir, way, runs)
     dry = workdir / "dry"
     dry.mkdir()
     # The runs and their collection (results.json): the analysis and report
     # jobs after them cost the same however the runs were executed.
     target = f"results/{way}/results.json"
-    out["dry"] = gnu_time(perfsnake_cmd(dry, camp, "-n", target, "--quiet"), dry, env)
+    out["dry"] = gnu_time(perfsnake_cmd(dry, camp, "-n", target, "--quiet", root=root), dry, env)
     # The launcher first: its build is no orchestration of runs.
-    gnu_time(perfsnake_cmd(workdir, camp, "--cores", "1", "resources/bin/psrun"), workdir, env)
-    out.update(gnu_time(perfsnake_cmd(workdir, camp, "--cores", "1", target), workdir, env))
+    gnu_time(perfsnake_cmd(workdir, camp, "--cores", "1", "resources/bin/psrun", root=root), workdir, env)
+    out.update(gnu_time(perfsnake_cmd(workdir, camp, "--cores", "1", target, root=root), workdir, env))
     statuses = list((workdir / "results" / way / "runs").rglob("status.json"))
     assert len(statuses) == runs, (way, runs, len(statuses))
-    out["benchmark_s"] = sum(json.loads(p.read_text())["wall_s"] for p in statuses)
+    recorded = [json.loads(p.read_text()) for p in statuses]
+    out["benchmark_s"] = sum(s["wall_s"] for s in recorded)
+    out.update(gaps(recorded))
     out["jobs"] = len(list((workdir / "results" / way / "runs" / "batches").glob("*.json"))) or runs
     return out
+
+
+def gaps(recorded: list[dict]) -> dict[str, float]:
+    """What a run costs inside its job, outside the launcher's interval: from
+    one run's end to the next one's start (status.json's epochs), median and
+    mean over the runs (gaps of a second or more, between jobs, left out)."""
+    ordered = sorted(recorded, key=lambda s: s["start_epoch"])
+    found = [b["start_epoch"] - a["end_epoch"] for a, b in zip(ordered, ordered[1:], strict=False)]
+    found = sorted(g for g in found if g < 1.0)
+    if not found:
+        return {}
+    return {"gap_median_ms": found[len(found) // 2] * 1000, "gap_mean_ms": sum(found) / len(found) * 1000,
+            "interval_median_ms": sorted(s["wall_s"] for s in recorded)[len(recorded) // 2] * 1000}  # fmt: skip
 
 
 def summarise(rows: list[dict], sizes: list[int]) -> dict[str, dict[str, object]]:
@@ -163,7 +189,7 @@ def summarise(rows: list[dict], sizes: list[int]) -> dict[str, dict[str, object]
 
 
 def print_table(table: dict[str, dict[str, object]], sizes: list[int]) -> None:
-    head = "| way | " + " | ".join(f"{n:,} runs: wall s (jobs) | dry run s / MB | peak MB" for n in sizes)
+    head = "| way | " + " | ".join(f"{n:,} runs: wall s (jobs, gap) | dry run s / MB | peak MB" for n in sizes)
     print(head + " | marginal ms/run (CPU) | fixed s |")
     print("|---" * (2 + 3 * len(sizes) + 1) + "|")
     for way, entry in table.items():
@@ -174,7 +200,8 @@ def print_table(table: dict[str, dict[str, object]], sizes: list[int]) -> None:
                 cells += ["", "", ""]
                 continue
             dry = r.get("dry")
-            cells.append(f"{r['wall_s']:.1f}" + (f" ({r['jobs']:,})" if "jobs" in r else ""))
+            gap = f", gap {r['gap_median_ms']:.1f} ms" if "gap_median_ms" in r else ""
+            cells.append(f"{r['wall_s']:.1f}" + (f" ({r['jobs']:,}{gap})" if "jobs" in r else ""))
             cells.append(f"{dry['wall_s']:.1f} / {dry['peak_rss_mb']:.0f}" if isinstance(dry, dict) else "-")
             cells.append(f"{r['peak_rss_mb']:.0f}")
         marginal = entry.get("marginal_ms_per_run")
@@ -192,6 +219,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
     parser.add_argument("--output", type=Path, default=OUT)
+    parser.add_argument("--before", type=Path, metavar="CHECKOUT", help="another checkout, measured beside this one")
     args = parser.parse_args()
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="batch-overhead-") as tmp:
@@ -201,17 +229,27 @@ def main() -> None:
             for size in args.sizes:
                 # Rotated each round and size: no way always runs first on a cold or warm machine.
                 shift = (round_number + args.sizes.index(size)) % len(args.ways)
-                for way in args.ways[shift:] + args.ways[:shift]:
-                    started = time.monotonic()
-                    row = measure(base, way, size, lock)
-                    row["round"] = round_number + 1
-                    rows.append(row)
-                    # Written as it goes: an interrupted benchmark keeps what it measured.
-                    args.output.parent.mkdir(parents=True, exist_ok=True)
-                    args.output.write_text(json.dumps({"command": " ".join(sys.argv), "rows": rows}, indent=1) + "\n")
-                    print(f"round {round_number + 1} {size:>6} {way:>8}: {row['wall_s']:.1f} s "
-                          f"(measured in {time.monotonic() - started:.0f} s)", flush=True)  # fmt: skip
-                    shutil.rmtree(base / f"{way}-{size}", ignore_errors=True)
+                for number, way in enumerate(args.ways[shift:] + args.ways[:shift]):
+                    trees: list[Path | None] = [None]
+                    if args.before is not None and way in CAMPAIGN_KEYS:
+                        trees = [None, args.before.resolve()]
+                        if (round_number + number + args.sizes.index(size)) % 2:
+                            trees.reverse()
+                    for before in trees:
+                        started = time.monotonic()
+                        row = measure(base, way, size, lock, before)
+                        row["round"] = round_number + 1
+                        row["load1"] = os.getloadavg()[0]
+                        rows.append(row)
+                        # Written as it goes: an interrupted benchmark keeps what it measured.
+                        args.output.parent.mkdir(parents=True, exist_ok=True)
+                        args.output.write_text(
+                            json.dumps({"command": " ".join(sys.argv), "rows": rows}, indent=1) + "\n"
+                        )
+                        print(f"round {round_number + 1} {size:>6} {row['way']:>15}: {row['wall_s']:.1f} s "
+                              f"(measured in {time.monotonic() - started:.0f} s)", flush=True)  # fmt: skip
+                        shutil.rmtree(base / f"{way}-{size}", ignore_errors=True)
+                        shutil.rmtree(base / f"{way}-before-{size}", ignore_errors=True)
     table = summarise(rows, args.sizes)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps({"command": " ".join(sys.argv), "sizes": args.sizes, "rows": rows,
