@@ -106,8 +106,11 @@ def campaign(workdir: Path, way: str, runs: int) -> Path:
     return path
 
 
-def measure(base: Path, way: str, runs: int, lock: Path, before: Path | None = None) -> dict[str, object]:
-    """One way at one size; with `before`, a perfsnake way with that checkout."""
+def measure(
+    base: Path, way: str, runs: int, lock: Path, before: Path | None = None, dry_only: bool = False
+) -> dict[str, object]:
+    """One way at one size; with `before`, a perfsnake way with that checkout;
+    `dry_only`: the dry run alone (planning a size too large to run here)."""
     root = before or ROOT
     workdir = base / f"{way}-{runs}" if before is None else base / f"{way}-before-{runs}"
     shutil.rmtree(workdir, ignore_errors=True)
@@ -127,6 +130,8 @@ def measure(base: Path, way: str, runs: int, lock: Path, before: Path | None = N
         # The target first: `--quiet all` would read "all" as a quietness level.
         out["dry"] = gnu_time([SNAKEMAKE, "-n", "all", "--quiet", *common[:1], str(snakefile), "--directory", str(dry),
                                "--config", f"njobs={runs}"], dry)  # fmt: skip
+        if dry_only:
+            return out
         out.update(gnu_time([SNAKEMAKE, "all", "--cores", "1", "--scheduler", "greedy", "--quiet", *common], workdir))
         return out
     env = {"PERFSNAKE_HOST_LOCK": str(lock)}
@@ -139,6 +144,8 @@ def measure(base: Path, way: str, runs: int, lock: Path, before: Path | None = N
     # jobs after them cost the same however the runs were executed.
     target = f"results/{way}/results.json"
     out["dry"] = gnu_time(perfsnake_cmd(dry, camp, "-n", target, "--quiet", root=root), dry, env)
+    if dry_only:
+        return out
     # The launcher first: its build is no orchestration of runs.
     gnu_time(perfsnake_cmd(workdir, camp, "--cores", "1", "resources/bin/psrun", root=root), workdir, env)
     out.update(gnu_time(perfsnake_cmd(workdir, camp, "--cores", "1", target, root=root), workdir, env))
@@ -220,7 +227,10 @@ def main() -> None:
     parser.add_argument("--ways", nargs="+", choices=WAYS, default=list(WAYS))
     parser.add_argument("--output", type=Path, default=OUT)
     parser.add_argument("--before", type=Path, metavar="CHECKOUT", help="another checkout, measured beside this one")
+    parser.add_argument("--dry-only", action="store_true", help="only the dry runs (the shell loop has none)")
     args = parser.parse_args()
+    if args.dry_only:
+        args.ways = [w for w in args.ways if w != "shell"]
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="batch-overhead-") as tmp:
         base = Path(tmp)
@@ -237,7 +247,9 @@ def main() -> None:
                             trees.reverse()
                     for before in trees:
                         started = time.monotonic()
-                        row = measure(base, way, size, lock, before)
+                        row = measure(base, way, size, lock, before, args.dry_only)
+                        if args.dry_only:
+                            row["wall_s"] = row["dry"]["wall_s"]  # type: ignore[index]
                         row["round"] = round_number + 1
                         row["load1"] = os.getloadavg()[0]
                         rows.append(row)
@@ -250,6 +262,11 @@ def main() -> None:
                               f"(measured in {time.monotonic() - started:.0f} s)", flush=True)  # fmt: skip
                         shutil.rmtree(base / f"{way}-{size}", ignore_errors=True)
                         shutil.rmtree(base / f"{way}-before-{size}", ignore_errors=True)
+    if args.dry_only:
+        for row in rows:
+            print(f"{row['runs']:>7} {row['way']:>10}: dry run {row['dry']['wall_s']:.1f} s, "
+                  f"peak {row['dry']['peak_rss_mb']:.0f} MB (load {row['load1']:.1f})")  # fmt: skip
+        return
     table = summarise(rows, args.sizes)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps({"command": " ".join(sys.argv), "sizes": args.sizes, "rows": rows,
