@@ -895,8 +895,10 @@ def test_tlb_pages(bins):
     assert list(got) == ["tlb", "tlb.min", "tlb.pages"], proc.stdout
     pages = int(got["tlb.pages"][0])
     timed = {int(n) for n in re.findall(r"^# tlb (\d+) pages, a page per load:", proc.stdout, re.M)}
-    # Found by doubling from 8 and halving: a page count timed, and twice it (for the cost) too.
-    assert pages >= 4 and pages in timed and 2 * pages in timed and max(timed) <= 2 * 4096, proc.stdout
+    # Found by doubling from 8 and halving: a page count timed, and twice it (for the cost) too; or,
+    # when the first size, 8, already shows an effect (a loaded machine can: CI under stress-ng did),
+    # 4, the half of it that the doubling implies and never times.
+    assert pages >= 4 and (pages in timed or pages == 4) and 2 * pages in timed and max(timed) <= 2 * 4096, proc.stdout
     for n in timed:  # every count timed both ways
         assert f"# tlb {n} pages, a line per load:" in proc.stdout
     assert math.isfinite(got["tlb"][0]) and got["tlb"][1] == "ns"
