@@ -43,6 +43,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from lmbench_interval import build  # noqa: E402  (a sibling: bench/ is the script's directory)
+
 from perfsnake.benchmarks.lmbench import program_sources  # noqa: E402
 
 OUT = ROOT / "bench" / "results" / "lmbench_spread.json"
@@ -57,13 +59,6 @@ PROGRAMS = {
 }  # fmt: skip
 _LINE = re.compile(r"^(\S+) ([0-9.]+) (ns|us|MB/s)$", re.M)
 _NOTE = re.compile(r"^# benchmp (.*)$", re.M)
-
-
-def build(work: Path, prog: str) -> Path:
-    binary = work / prog
-    argv = ["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(binary), *map(str, program_sources(prog))]
-    subprocess.run(argv, check=True)
-    return binary
 
 
 def run(cmd: list[str], env: dict, cwd: Path | None = None) -> tuple[str, float]:
