@@ -117,18 +117,18 @@ class Builds:
     def _index(self, c: Campaign) -> None:
         bench = c.benchmark
         if bench.needs_build():
-            specs: dict[str, str] = {}  # build key -> where it is built (a fleet's hosts each build their own)
+            seen: set[str] = set()  # build keys (a fleet's hosts each build their own)
             for record in c.records:
-                if record.build_key not in specs:
-                    where = c.platform_of(record)
-                    specs[record.build_key] = (
-                        json.dumps(c.platform_spec(record), sort_keys=True) if where.build_tag() else ""
-                    )
-                    key, params = record.build_key, c.build_params(record)
-                    self._add(c, bench, key, params, specs[key])
-                    source = bench.source_for(params)
-                    if source is not None:
-                        self.sources[source_key(source)] = source
+                if record.build_key in seen:
+                    continue
+                seen.add(record.build_key)
+                built_there = c.platform_of(record).build_tag()
+                platform = json.dumps(c.platform_spec(record), sort_keys=True) if built_there else ""
+                params = c.build_params(record)
+                self._add(c, bench, record.build_key, params, platform)
+                source = bench.source_for(params)
+                if source is not None:
+                    self.sources[source_key(source)] = source
         # The launcher (or nothing, when the platform builds it remotely) and
         # our helper programs: made before the campaign's first run (through
         # builds_ready), but not inputs of every run job, which would cost a
@@ -268,8 +268,8 @@ class Runs:
             return {"bench_lock": 1}
 
         def host_of(wildcards: Any) -> str | None:
-            record = self.campaigns[wildcards.campaign].by_path[wildcards.record]
-            return str(record.values[FLEET_VARIABLE]) if self.campaigns[wildcards.campaign].fleet else None
+            c = self.campaigns[wildcards.campaign]
+            return str(c.by_path[wildcards.record].values[FLEET_VARIABLE]) if c.fleet else None
 
         def on_host(host: str | None) -> Callable[[Any], int]:
             return lambda wildcards: int(host_of(wildcards) == host)

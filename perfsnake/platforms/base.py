@@ -58,6 +58,11 @@ class PlatformProtocol(Protocol):
         """What a run needs built here first (e.g. the launcher)."""
         ...
 
+    def own_lock(self, workdir: Path) -> bool:
+        """Whether a run there takes the benchmark lock of the machine it runs
+        on instead of this one's (ssh to another machine, or a named lock)."""
+        ...
+
 
 def write_command(run_dir: Path, script: str) -> Path:
     cmd_file = run_dir / "command.sh"

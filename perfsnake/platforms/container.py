@@ -131,6 +131,9 @@ class Container:
     def local_inputs(self) -> list[str]:
         return [self.launcher]
 
+    def own_lock(self, workdir: Path) -> bool:
+        return False  # a container runs on this machine
+
     def describe(self) -> dict[str, object]:
         """Engine and image (the image id pins the content), asked once per
         workflow process rather than after every run."""

@@ -51,3 +51,6 @@ class Local:
     def local_inputs(self) -> list[str]:
         """What a run needs built here: the launcher."""
         return [self.launcher]
+
+    def own_lock(self, workdir: Path) -> bool:
+        return False  # the run is this machine's

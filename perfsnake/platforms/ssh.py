@@ -234,6 +234,9 @@ class Ssh:
         )
         return code
 
+    def own_lock(self, workdir: Path) -> bool:
+        return self.remote_lock(self.prepare(workdir))
+
     def remote_lock(self, facts: Mapping[str, str]) -> bool:
         """Whether runs take the remote host's lock: when named, or when that host is another machine
         (on this one, the workflow's own lock already serialises them, and taking it twice would deadlock)."""

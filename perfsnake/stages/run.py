@@ -29,7 +29,6 @@ from perfsnake.escape import value_text
 from perfsnake.hostlock import host_lock
 from perfsnake.instruments.base import Context
 from perfsnake.machine import state as machine_state
-from perfsnake.platforms import Ssh
 from perfsnake.stages import layout_builds, servers
 
 if TYPE_CHECKING:
@@ -466,7 +465,7 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int, bat
     on_lock = record_state if where.kind != "ssh" else None
     # A host that takes its own benchmark lock (another machine, or a named
     # lock) does not need this one's: a fleet's hosts run side by side.
-    local_lock = not (isinstance(where, Ssh) and where.remote_lock(where.prepare(workdir)))
+    local_lock = not where.own_lock(workdir)
     execute(launch, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
             hooks=(c.instruments.pre, c.instruments.post, ctx), server=server, on_lock=on_lock,
             local_lock=local_lock)  # fmt: skip
