@@ -10,7 +10,7 @@ from perfsnake import layout
 from perfsnake.planning import CampaignIndex
 
 #: What a re-run replaces; kept under previous/attempt-<k>/ so nothing is lost.
-KEPT_FILES = ("status.json", "result.json", "stdout.txt", "stderr.txt", "command.sh")
+KEPT_FILES = ("status.json", ".status.final", "result.json", "stdout.txt", "stderr.txt", "command.sh")
 
 
 def failed_runs(plan: CampaignIndex) -> list[Path]:

@@ -33,6 +33,8 @@ from perfsnake.campaign import Campaign, load_campaigns, schema_error
 from perfsnake.contract import FLEET_VARIABLE, CampaignInfo, Statistics
 from perfsnake.errors import CampaignError
 from perfsnake.figures import Figure, figure_info, parse_figures
+from perfsnake.platforms import Local, make_platform
+from perfsnake.platforms.local import check_slurm_nodes
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,16 @@ class Builds:
             return layout.host_builds_ready(main, str(c.by_path[record_path].values[FLEET_VARIABLE]))
         return layout.builds_ready(main)
 
+    def placement(self) -> dict[str, object]:
+        """A build job's resources that place it on a cluster: a fleet's Slurm
+        node builds its own (`slurm_extra`, read by Slurm's executor only);
+        nothing without one (a function per job costs planning time)."""
+        placed = {k: make_platform(json.loads(e.platform), [], "build").placement()
+                  for k, e in self.entries.items() if e.platform}  # fmt: skip
+        if not any(placed.values()):
+            return {}
+        return {"slurm_extra": lambda wildcards: placed.get((wildcards.bench, wildcards.bkey), "")}
+
     def host_builds(self, name: str, host: str) -> list[str]:
         """The builds and tools a fleet's runs on one host need (campaign_builds, for that host)."""
         group = [name, *self.derived.controls(name)]
@@ -216,6 +228,12 @@ class Rounds:
         """Every run a campaign may get (up to precision's max_runs)."""
         c = self.campaigns[name]
         return self.plan_targets(name, {r.path: list(range(1, c.max_runs + 1)) for r in c.records})
+
+
+#: sbatch's option that gives a run job its node to itself, as the benchmark
+#: lock gives a run this machine (Slurm's executor reads `slurm_extra`; other
+#: executors ignore it).
+EXCLUSIVE = "--exclusive"
 
 
 def fleet_lock(host: str) -> str:
@@ -275,6 +293,32 @@ class Runs:
             return lambda wildcards: int(host_of(wildcards) == host)
 
         return {"bench_lock": on_host(None), **{fleet_lock(h): on_host(h) for h in hosts}}
+
+    def check_slurm_fleets(self, executor: str | None) -> list[str]:
+        """Each fleet of Slurm nodes against the executor and the cluster
+        (platforms.local.check_slurm_nodes): its warnings, or a CampaignError."""
+        lines = []
+        for c in self.campaigns.values():
+            nodes = [p.node for p in c.fleet.values() if isinstance(p, Local) and p.node]
+            if nodes:
+                lines += check_slurm_nodes(c.origin, nodes, executor)
+        return lines
+
+    def placement(self) -> dict[str, object]:
+        """A run job's resources that place it on a cluster (`slurm_extra`,
+        read by Slurm's executor only): a node to itself, as the benchmark lock
+        keeps a machine, and a fleet's run on its Slurm node. A constant
+        without Slurm nodes (a function per job costs planning time)."""
+        if not any(p.placement() for c in self.campaigns.values() for p in c.fleet.values()):
+            return {"slurm_extra": EXCLUSIVE}
+
+        def extra(wildcards: Any) -> str:
+            c, record = self.campaigns[wildcards.campaign], getattr(wildcards, "record", None)
+            if record is None:  # a batch: never a fleet's
+                return EXCLUSIVE
+            return f"{EXCLUSIVE} {c.platform_of(c.by_path[record]).placement()}".strip()
+
+        return {"slurm_extra": extra}
 
     def run_order(self, name: str, record_path: str, run: int) -> int:
         """Position of a run in the invocation's execution order (lower first).

@@ -46,6 +46,9 @@ rule build:
     conda:
         "../envs/build.yaml"
     threads: 2
+    resources:
+        # A fleet's Slurm node builds its own, on that node.
+        **INDEX.builds.placement(),
     params:
         spec=build_params,
     script:

@@ -36,6 +36,9 @@ except CampaignError as exc:
 # it instead of measuring it again (perfsnake.stages.run.keep_finished_runs).
 if workflow.is_main_process:
     run_stage.keep_finished_runs(Path.cwd())
+    # A run that ended but whose job was then cancelled (Ctrl-C on a cluster)
+    # lost its status.json to Snakemake's clean-up: put it back the same way.
+    run_stage.restore_deleted_runs(INDEX, Path.cwd())
     # A resume whose kept runs were measured in another machine state (a
     # reboot, another kernel, ...) says so; strict mode or requires: refuse
     # to mix the two states before anything runs.
@@ -69,6 +72,16 @@ for _lock in map(planning.fleet_lock, INDEX.runs.fleet_hosts()):
 onstart:
     snakemake_internals.resume_garbage_collection()
     snakemake_internals.drop_job_rate_limiter(workflow)
+    # A fleet of Slurm nodes needs Slurm's executor (known only now, not when
+    # the workflow is parsed) and nodes the cluster has: one line otherwise,
+    # before any job.
+    try:
+        for _line in INDEX.runs.check_slurm_fleets(
+            workflow.executor_plugin.cli_prefix
+        ):
+            print(f"perfsnake: warning: {_line}", file=sys.stderr)
+    except CampaignError as exc:
+        sys.exit(f"perfsnake: error: {exc}")
 
 
 wildcard_constraints:

@@ -15,6 +15,8 @@ rule run:
         # the perfsnake scheduler starts them in the campaign's order (looked
         # up from the output path, see common.smk).
         **INDEX.runs.locks(),
+        # On a Slurm cluster: the node to the run alone, a fleet's on its node.
+        **INDEX.runs.placement(),
         # Wall-time limit (minutes) of a run job on a cluster: the longest
         # timeout_s plus start-up and hooks.
         runtime=INDEX.runs.run_runtime(),
@@ -39,6 +41,7 @@ rule run_batch:
     log:
         "results/{campaign}/logs/batches/{batch}.log",
     resources:
+        **INDEX.runs.placement(),
         bench_lock=1,
         runtime=INDEX.batches.runtime(),
     params:

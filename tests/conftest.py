@@ -52,7 +52,7 @@ def pytest_runtest_makereport(item, call):
 # stays under 15 minutes on two workers; CI runs both.
 LONG_FILES = frozenset({
     "test_lmbench.py", "test_workloads.py", "test_containment.py", "test_author_loop.py", "test_locks.py",
-    "test_sched.py", "test_versions.py", "test_platforms.py", "test_batch.py",
+    "test_sched.py", "test_versions.py", "test_platforms.py", "test_batch.py", "test_slurm_fleet.py",
 })  # fmt: skip
 
 

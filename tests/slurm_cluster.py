@@ -136,12 +136,16 @@ def _node_line() -> str:
 class SlurmCluster:
     """start() / stop(); `env` is the environment for Slurm clients and Snakemake."""
 
-    def __init__(self, base: Path | None = None):
+    def __init__(self, base: Path | None = None, nodes: list[str] | None = None):
         self.base = (Path(base) if base else Path(tempfile.mkdtemp(prefix="perfsnake-slurm-"))).resolve()
         self.owns_dir = base is None  # a scratch directory: removed by stop()
         self.state_file = self.base / "cluster.json"
         self.name = "pstest" + uuid.uuid4().hex[:8]
         self.host = socket.gethostname().split(".")[0]
+        # Several nodes are several slurmd on this machine, each under its
+        # own node name and port (a fleet's hosts in tests); one by default,
+        # named after the machine.
+        self.nodes = list(nodes) if nodes else [self.host]
         self.pids: dict[str, int] = {}
         # The process whose lifetime bounds the cluster's (a test session);
         # None when started from the command line, which stops it explicitly.
@@ -191,8 +195,9 @@ class SlurmCluster:
             self._write_conf()
             self._spawn("slurmctld", [_which("slurmctld"), "-D", "-i"])
             self._wait(lambda: self._scontrol_ping(), 30, "slurmctld did not answer scontrol ping")
-            self._spawn("slurmd", [_which("slurmd"), "-D", "-N", self.host])
-            self._wait(self._node_idle, ready_timeout, "the node did not become idle")
+            for node in self.nodes:
+                self._spawn(self._slurmd(node), [_which("slurmd"), "-D", "-N", node])
+            self._wait(self._nodes_idle, ready_timeout, "the nodes did not become idle")
             self._save_state()
         except BaseException:
             self.stop()
@@ -260,8 +265,22 @@ class SlurmCluster:
         ])  # fmt: skip
         self._wait(lambda: self.munge_socket.exists(), 15, "munged did not create its socket")
 
+    def _slurmd(self, node: str) -> str:
+        """The name of a node's slurmd in `pids` and of its log file."""
+        return "slurmd" if self.nodes == [self.host] else f"slurmd-{node}"
+
     def _write_conf(self) -> None:
         b = self.base
+        hardware = _node_line()
+        if self.nodes == [self.host]:
+            node_part = ""
+            nodes = f"NodeName={self.host} NodeAddr=127.0.0.1 {hardware} State=UNKNOWN"
+        else:  # Slurm expands %n to the node's name: a spool, pid and log file each
+            node_part = "-%n"
+            nodes = "\n".join(
+                f"NodeName={n} NodeHostname={self.host} NodeAddr=127.0.0.1 Port={_free_port()} {hardware} State=UNKNOWN"
+                for n in self.nodes
+            )
         conf = f"""{MARKER}
 # state: {self.state_file}
 ClusterName={self.name}
@@ -274,11 +293,11 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={self.munge_socket}
 StateSaveLocation={b / "state"}
-SlurmdSpoolDir={b / "spool"}
+SlurmdSpoolDir={b / "spool" / node_part.lstrip("-")}
 SlurmctldPidFile={b / "slurmctld.pid"}
-SlurmdPidFile={b / "slurmd.pid"}
+SlurmdPidFile={b / f"slurmd{node_part}.pid"}
 SlurmctldLogFile={b / "slurmctld.log"}
-SlurmdLogFile={b / "slurmd.log"}
+SlurmdLogFile={b / f"slurmd{node_part}.log"}
 SlurmctldDebug=info
 SlurmdDebug=info
 MailProg=/bin/true
@@ -298,8 +317,8 @@ ReturnToService=2
 MinJobAge=300
 KillWait=5
 InactiveLimit=0
-NodeName={self.host} NodeAddr=127.0.0.1 {_node_line()} State=UNKNOWN
-PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
+{nodes}
+PartitionName=debug Nodes={",".join(self.nodes)} Default=YES MaxTime=INFINITE State=UP
 """
         if not SLURM_CONF.parent.exists():
             SLURM_CONF.parent.mkdir(parents=True)
@@ -348,8 +367,9 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
     def _scontrol_ping(self) -> bool:
         return "is UP" in self._run("scontrol", "ping").stdout
 
-    def _node_idle(self) -> bool:
-        return self._run("sinfo", "-h", "-n", self.host, "-o", "%T").stdout.strip() == "idle"
+    def _nodes_idle(self) -> bool:
+        states = self._run("sinfo", "-h", "-N", "-n", ",".join(self.nodes), "-o", "%N %T").stdout.split("\n")
+        return sorted(ln.split()[0] for ln in states if ln.endswith(" idle")) == sorted(self.nodes)
 
     # -- queries ----------------------------------------------------------
     def running(self) -> bool:
@@ -386,8 +406,8 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
                 time.monotonic() < deadline and self._run("squeue", "-h", "-t", "R,CG,CF,PD", "-o", "%i").stdout.strip()
             ):
                 time.sleep(0.3)
-        for name in ("slurmd", "slurmctld"):
-            _kill(self.pids.get(name, 0), name)
+        for name in (*map(self._slurmd, self.nodes), "slurmctld"):
+            _kill(self.pids.get(name, 0), name.split("-")[0])
         # Job steps and job processes that outlived slurmd.
         for _ in range(3):
             leftovers = _processes_of_cluster(self.name, self.base)
@@ -426,7 +446,7 @@ PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
     def _save_state(self) -> None:
         self.state_file.write_text(json.dumps({
             "name": self.name, "host": self.host, "pids": self.pids, "created_etc_dir": self.created_etc_dir,
-            "owner_pid": self.owner_pid, "owns_dir": self.owns_dir,
+            "owner_pid": self.owner_pid, "owns_dir": self.owns_dir, "nodes": self.nodes,
         }))  # fmt: skip
 
 
@@ -441,6 +461,7 @@ def load(state_file: Path) -> SlurmCluster | None:
     cluster.created_etc_dir = data.get("created_etc_dir", False)
     cluster.owner_pid = data.get("owner_pid")
     cluster.owns_dir = data.get("owns_dir", False)
+    cluster.nodes = data.get("nodes") or [cluster.host]
     return cluster
 
 

@@ -62,7 +62,7 @@ def test_a_fleets_records_are_each_hosts_and_build_there(tmp_path):
 @pytest.mark.parametrize(
     ("change", "key", "problem"),
     [
-        ({"platform": {"type": "local"}}, "hosts", "a fleet runs over ssh"),
+        ({"platform": {"type": "container", "image": "debian"}}, "hosts", "a fleet runs over ssh or on Slurm nodes"),
         ({"hosts": ["alpha", "delta"]}, "hosts[1]", "'delta' is not in platform.hosts (alpha, beta, gamma)"),
         ({"variables": {"host": [1]}}, "variables.host", "the fleet's own variable"),
         ({"hosts": None}, "hosts", "platform.hosts names a fleet"),
@@ -75,6 +75,39 @@ def test_a_bad_fleet_is_one_line(tmp_path, change, key, problem):
     with pytest.raises(CampaignError) as info:
         load_campaign(write_campaign(tmp_path, data))
     assert info.value.key == key and problem in info.value.problem, str(info.value)
+
+
+def test_a_fleet_without_ssh_is_one_of_slurm_nodes_each_building_its_own(tmp_path):
+    c = load_campaign(
+        write_campaign(tmp_path, {**fleet_campaign(offline_platform(), ["n1", "n2"]), "platform": {"type": "local"}})
+    )
+    assert [r.path for r in c.records][:3] == ["host-n1/x-1", "host-n1/x-2", "host-n2/x-1"]
+    where = {r.values["host"]: c.platform_of(r) for r in c.records}
+    assert {h: p.placement() for h, p in where.items()} == {"n1": "--nodelist=n1", "n2": "--nodelist=n2"}
+    assert len({r.build_key for r in c.records}) == 2 and all("slurm-n" in r.build_key for r in c.records)
+    # The build job re-creates the node's platform from this spec.
+    assert c.platform_spec(c.records[-1]) == {"type": "local", "node": "n2"}
+
+
+def test_a_fleet_of_slurm_nodes_refuses_to_run_here_in_one_line(tmp_path):
+    """Without Slurm's executor the runs would all execute on this machine,
+    filed under hosts they never ran on: refused before any job."""
+    camp = write_campaign(tmp_path, {**fleet_campaign(offline_platform(), ["n1", "n2"]), "platform": {"type": "local"}})
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all", check=False)
+    errors = [ln for ln in proc.stderr.splitlines() if "perfsnake: error" in ln]
+    assert proc.returncode != 0 and len(errors) == 1, proc.stderr[-3000:]
+    assert f"{camp}: hosts: n1, n2 are Slurm nodes" in errors[0] and "--profile profiles/slurm" in errors[0]
+    assert not (tmp_path / "results").exists() and not (tmp_path / "resources" / "builds").exists()
+    # A dry run plans them (the check is made when jobs are about to start).
+    snakemake(tmp_path, camp, "--cores", "1", "--dry-run", "all")
+
+
+def test_a_fleet_cannot_require_this_machines_state(tmp_path):
+    for platform, hosts in ((offline_platform(), None), ({"type": "local"}, ["n1"])):
+        data = {**fleet_campaign(offline_platform(), hosts), "platform": platform, "requires": {"aslr": "on"}}
+        with pytest.raises(CampaignError) as info:
+            load_campaign(write_campaign(tmp_path, data))
+        assert info.value.key == "requires" and "a fleet's runs execute on its hosts" in info.value.problem
 
 
 def test_a_fleet_is_never_batched(tmp_path):

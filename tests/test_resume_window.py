@@ -112,6 +112,9 @@ def patch():
         ours = bool(job.output) and str(job.output[0]) == KEY
         if ours and AT == "before the touch":
             kill(AT)
+        if ours and AT == "output deleted":  # what Snakemake does to a job it counts as failed
+            os.unlink(KEY)
+            kill(AT)
         result = await touch(self, job, *args, **kwargs)
         if ours and AT == "after the touch":
             kill(AT)
@@ -168,6 +171,25 @@ def test_a_kill_inside_snakemakes_completion_of_the_run_redoes_nothing(tmp_path,
     marked = any(p.is_file() for p in (tmp_path / ".snakemake/incomplete").rglob("*"))
     assert marked == (step != "after the mark is gone")
     resume_and_check(tmp_path, camp, fingerprint(tmp_path / KEY), kept=marked)
+
+
+def test_a_run_whose_output_snakemake_deleted_after_it_ended_is_restored(tmp_path):
+    """A cluster job cancelled after its run ended (Ctrl-C before Snakemake
+    saw it finish) is a failed job to Snakemake, which deletes its output:
+    the launcher's second name for the record brings it back on resume."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(textwrap.dedent(SITECUSTOMIZE))
+    log = tmp_path / "killed-at"
+    env = {**os.environ, "PYTHONPATH": str(site), "PERFSNAKE_TEST_KILL_AT": "output deleted",
+           "PERFSNAKE_TEST_KILL_KEY": KEY, "PERFSNAKE_TEST_KILL_LOG": str(log)}  # fmt: skip
+    camp = campaign(tmp_path)
+    killed = subprocess.run(argv(camp), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+                            start_new_session=True)  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL and log.read_text() == "output deleted\n", killed.stderr[-3000:]
+    copy = (tmp_path / KEY).with_name(".status.final")
+    assert not (tmp_path / KEY).exists() and copy.exists()
+    resume_and_check(tmp_path, camp, fingerprint(copy), kept=True)
 
 
 # ---- the launcher, still finishing when the resume starts -------------------------------

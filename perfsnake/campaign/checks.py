@@ -379,6 +379,13 @@ def check_requires(data: dict, imported: bool, origin: str) -> None:
         return
     if imported:
         raise CampaignError(origin, "requires", "imported results were measured elsewhere: no state of this machine to require")  # fmt: skip
+    if data.get("hosts"):
+        raise CampaignError(
+            origin,
+            "requires",
+            f"checks this machine, but a fleet's runs execute on its hosts ({', '.join(map(str, data['hosts']))}): "
+            "check each with `perfsnake tune --show` there and drop requires",
+        )
     if data["platform"]["type"] == "ssh":
         # As the hooks that act on this machine, a state of this machine says nothing of the remote one.
         raise CampaignError(

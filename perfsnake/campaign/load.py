@@ -32,7 +32,7 @@ from perfsnake.contract import FLEET_VARIABLE
 from perfsnake.errors import CampaignError
 from perfsnake.escape import value_text
 from perfsnake.instruments import Instruments
-from perfsnake.platforms import PLATFORMS, make_platform
+from perfsnake.platforms import PLATFORMS, Local, Platform, make_platform
 from perfsnake.platforms.ssh import fleet_spec
 from perfsnake.schema import fill_defaults, load_schema, schema_error
 
@@ -62,7 +62,7 @@ def load_campaign(path: str | Path, origin: str | None = None, check_machine: bo
     instruments.check(recs, order)
     platform = make_platform(data["platform"], order, origin)
     platform.check(instruments, origin)
-    fleet = {h: make_platform(fleet_spec(data["platform"], h), order, origin) for h in data.get("hosts") or []}
+    fleet = {h: _fleet_host(data["platform"], str(h), order, origin) for h in data.get("hosts") or []}
     derived = _derived(data["derived"], order, metrics_of(benchmark, instruments), origin)
     metrics = metrics_of(benchmark, instruments, derived)
     plots = check_plots(_fleet_plots(data["plots"], bool(data.get("hosts"))), order, metrics, origin, recs)
@@ -115,11 +115,17 @@ def _fleet_records(data: dict, order: list[str], recs: list[dict], origin: str) 
         if platform.get("hosts"):
             raise CampaignError(origin, "hosts", "platform.hosts names a fleet: list the hosts to run on in hosts:")
         return order, recs
-    if platform.get("type") != "ssh":
+    kind = platform.get("type", "local")
+    if kind not in ("ssh", "local"):
         raise CampaignError(
-            origin, "hosts", "a fleet runs over ssh: set platform.type to ssh and name the hosts in platform.hosts"
+            origin,
+            "hosts",
+            f"a fleet runs over ssh or on Slurm nodes, not on platform {kind}: set platform.type to ssh "
+            "and name the hosts in platform.hosts, or drop platform for Slurm nodes (profiles/slurm)",
         )
-    known = list(platform.get("hosts") or {})
+    # Without ssh the hosts are Slurm nodes; the workflow checks them against
+    # the cluster when it starts (perfsnake.platforms.slurm_nodes).
+    known = list(platform.get("hosts") or {}) if kind == "ssh" else hosts
     for i, name in enumerate(hosts):
         if name not in known:
             raise CampaignError(
@@ -128,6 +134,13 @@ def _fleet_records(data: dict, order: list[str], recs: list[dict], origin: str) 
     if FLEET_VARIABLE in order:
         raise CampaignError(origin, f"variables.{FLEET_VARIABLE}", "is the fleet's own variable (hosts:): rename it")
     return [FLEET_VARIABLE, *order], [{FLEET_VARIABLE: h, **r} for h in hosts for r in recs]
+
+
+def _fleet_host(platform: dict, name: str, order: list[str], origin: str) -> Platform:
+    """One host of a fleet: its ssh platform, or a Slurm node's."""
+    if platform.get("type", "local") == "local":
+        return Local(node=name)
+    return make_platform(fleet_spec(platform, name), order, origin)
 
 
 def _fleet_plots(plots: list[dict], fleet: bool) -> list[dict]:

@@ -100,6 +100,9 @@ class Campaign:
         """The campaign's `platform:`, or in a fleet the record's host's."""
         if not self.fleet:
             return self.data["platform"]
+        where = self.platform_of(record)
+        if isinstance(where, Local):  # a Slurm node (not a key a campaign may set)
+            return {"type": "local", "node": where.node}
         from perfsnake.platforms.ssh import fleet_spec
 
         return fleet_spec(self.data["platform"], str(record.values[FLEET_VARIABLE]))

@@ -58,6 +58,10 @@ class PlatformProtocol(Protocol):
         """What a run needs built here first (e.g. the launcher)."""
         ...
 
+    def placement(self) -> str:
+        """sbatch options that place its jobs on a cluster (a Slurm node's), "" when none."""
+        ...
+
     def own_lock(self, workdir: Path) -> bool:
         """Whether a run there takes the benchmark lock of the machine it runs
         on instead of this one's (ssh to another machine, or a named lock)."""

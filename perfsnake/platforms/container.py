@@ -131,6 +131,9 @@ class Container:
     def local_inputs(self) -> list[str]:
         return [self.launcher]
 
+    def placement(self) -> str:
+        return ""  # its jobs start it from wherever they run
+
     def own_lock(self, workdir: Path) -> bool:
         return False  # a container runs on this machine
 

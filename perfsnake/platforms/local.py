@@ -2,39 +2,60 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from perfsnake import layout
+from perfsnake.errors import CampaignError
 from perfsnake.hostlock import launcher_args
-from perfsnake.platforms.base import write_command
+from perfsnake.platforms.base import PlatformError, command_output, write_command
 
 
 @dataclass(frozen=True)
 class Local:
-    """This machine: the launcher runs as a child of the workflow."""
+    """This machine: the launcher runs as a child of the workflow. In a fleet
+    of Slurm nodes (`hosts:` with this platform), one node's: its jobs are
+    placed there (`slurm_extra`) and run as they would on this machine."""
 
     kind: str = "local"
     launcher: str = layout.tool("psrun")
+    node: str | None = None
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, object], origin: str, key: str, variables: Sequence[str]) -> Local:
-        """`type: local` takes no options."""
-        return cls()
+        """`type: local` takes no options (`node` is a fleet's Slurm node, from Campaign.platform_spec)."""
+        node = spec.get("node")
+        return cls(node=None if node is None else str(node))
 
     def build_tag(self) -> str:
-        return ""
+        # A node's builds are its own (a fleet may mix architectures).
+        return f"slurm-{self.node}~" if self.node else ""
 
     def fingerprint(self) -> dict[str, object] | None:
-        return None
+        return {"type": "slurm", "node": self.node} if self.node else None
+
+    def placement(self) -> str:
+        """sbatch options that place a job on the node ("" for this machine)."""
+        return f"--nodelist={self.node}" if self.node else ""
+
+    def _check_node(self) -> None:
+        """A node's job that Slurm did not place there must not measure
+        (its results would be filed under the wrong host)."""
+        here = os.environ.get("SLURMD_NODENAME")
+        if self.node and here != self.node:
+            raise PlatformError(
+                f"this job belongs on Slurm node {self.node} but executes on {here or 'a machine outside Slurm'}"
+            )
 
     def check(self, instruments: object, origin: str) -> None:
         return None
 
     def launch(self, workdir: Path, run_dir: Path, script: str, timeout_s: float | None,
                params: Mapping[str, object] | None = None) -> int:  # fmt: skip
+        self._check_node()
         cmd_file = write_command(run_dir, script)
         lock_args, lock_fds = launcher_args()  # psrun holds the host lock too
         argv = [str(workdir / self.launcher), "--dir", str(run_dir), *lock_args]
@@ -43,6 +64,7 @@ class Local:
         return subprocess.run([*argv, "--", str(cmd_file)], pass_fds=lock_fds, check=False).returncode
 
     def build(self, script_file: Path, build_dir: Path, log_file: Path, inputs: list[Path]) -> int:
+        self._check_node()
         with log_file.open("w") as log:
             return subprocess.run(
                 ["bash", str(script_file)], cwd=build_dir, stdout=log, stderr=subprocess.STDOUT, check=False
@@ -54,3 +76,39 @@ class Local:
 
     def own_lock(self, workdir: Path) -> bool:
         return False  # the run is this machine's
+
+
+def check_slurm_nodes(origin: str, nodes: Sequence[str], executor: str | None) -> list[str]:
+    """Before anything runs: a fleet's Slurm nodes (`hosts:` without ssh)
+    need Slurm's executor and must be nodes of the cluster (a CampaignError
+    otherwise). Returns one warning per node that is not up: its jobs wait in
+    Slurm's queue, while the other hosts go on."""
+    if not (executor or "").startswith("slurm"):
+        raise CampaignError(
+            origin,
+            "hosts",
+            f"{', '.join(nodes)} are Slurm nodes (a fleet without platform ssh), but the workflow runs here: "
+            "run it with --profile profiles/slurm --workflow-profile none, or set platform.type: ssh and platform.hosts",
+        )
+    listed = command_output(["sinfo", "--noheader", "--Node", "--format=%N %t"])
+    if listed is None:
+        raise CampaignError(
+            origin, "hosts", "sinfo failed: cannot check that the hosts are nodes of this Slurm cluster"
+        )
+    states: dict[str, str] = {}
+    for line in listed.splitlines():
+        name, _, state = line.partition(" ")
+        states.setdefault(name, state.strip())  # a node in several partitions is listed once each
+    for i, node in enumerate(nodes):
+        if node not in states:
+            raise CampaignError(
+                origin, f"hosts[{i}]", f"{node!r} is not a node of this Slurm cluster (sinfo lists {', '.join(states)})"
+            )
+    # sinfo's short states: down, drained or draining, failing, not responding (*), ...
+    unusable = ("down", "drain", "drng", "fail", "maint", "unk", "futr", "npc", "inval")
+    return [
+        f"{origin}: hosts: Slurm node {node} is {states[node]}: its builds and runs wait in Slurm's queue "
+        f"(the other hosts go on; `scontrol show node {node}` says why)"
+        for node in nodes
+        if states[node].rstrip("*~#!%$@^-").startswith(unusable) or states[node].endswith("*")
+    ]

@@ -234,6 +234,9 @@ class Ssh:
         )
         return code
 
+    def placement(self) -> str:
+        return ""  # its jobs start it from wherever they run
+
     def own_lock(self, workdir: Path) -> bool:
         return self.remote_lock(self.prepare(workdir))
 

@@ -97,6 +97,7 @@ def collect_run(
         # The machine that measured (a compute node, on a cluster).
         "host": status.get("host"),
         "slurm_job_id": status.get("slurm_job_id") or None,
+        "slurm_node": status.get("slurm_node") or None,
         "run_dir": str(run_dir),
     }
     series = benchmark.time_series(stdout) if state == "ok" and warmup != "wps" else None

@@ -36,6 +36,10 @@ if TYPE_CHECKING:
     from perfsnake.planning import CampaignIndex
 
 STATUS_FILE = "status.json"
+#: The launcher's second name for status.json (psrun.c, write_status): what a
+#: resume restores when Snakemake deleted the output of a run that had ended
+#: (a cluster job cancelled after its run).
+STATUS_COPY = ".status.final"
 
 
 def command_text(
@@ -174,6 +178,8 @@ def execute(
     launcher takes the lock of the host it runs on (ssh to another machine).
     """
     run_dir.mkdir(parents=True, exist_ok=True)
+    # An earlier measurement's copy is no longer this run's record.
+    (run_dir / STATUS_COPY).unlink(missing_ok=True)
     with host_lock() if local_lock else contextlib.nullcontext(-1):
         if on_lock is not None:
             on_lock()
@@ -669,7 +675,7 @@ def keep_finished_runs(workdir: Path, wait_s: float = LAUNCHER_WAIT_S) -> list[s
         status = workdir / key
         if not _recorded(status):
             _wait_for_launcher(status.parent, wait_s)
-            if not _recorded(status):
+            if not _recorded(status) and not _restored(status):
                 continue
         snakemake_internals.forget_incomplete_mark(mark)
         kept.append(key)
@@ -732,6 +738,42 @@ def _kept_states(status_files: list[Path]) -> list[dict]:
         if isinstance(state, dict):
             found.append((start, state))
     return [state for _start, state in sorted(found, key=lambda pair: pair[0])]
+
+
+def restore_deleted_runs(index: CampaignIndex, workdir: Path) -> list[str]:
+    """Put back the status.json of runs that ended but whose job Snakemake
+    then counted as failed, deleting the output with its mark (a Slurm job
+    cancelled by Ctrl-C after its run ended, before Snakemake polled it): the
+    launcher's copy says the run was measured. Runs of batches are kept by
+    their batch (execute_batch) instead. One stat per possible run, as the DAG
+    makes anyway; returns the runs restored."""
+    restored: list[str] = []
+    for name, c in index.campaigns.items():
+        if c.imported or index.batches.batched(name):
+            continue
+        for target in index.possible_run_targets(name):
+            status = workdir / target
+            if not status.exists() and _restored(status):
+                restored.append(target)
+    if restored:
+        print(f"[perfsnake] resume: {len(restored)} run(s) that finished before the interruption restored "
+              "(their jobs had been cancelled): " + " ".join(sorted(restored)[:5])
+              + (" ..." if len(restored) > 5 else ""), file=sys.stderr, flush=True)  # fmt: skip
+    return restored
+
+
+def _restored(status: Path) -> bool:
+    """status.json put back from the launcher's copy: Snakemake deletes the
+    output of a job it counts as failed, also one whose run had ended (a
+    cluster job cancelled while its Snakemake was finishing)."""
+    copy = status.with_name(STATUS_COPY)
+    if not _recorded(copy):
+        return False
+    tmp = status.with_name(f".{STATUS_FILE}.restore")
+    tmp.unlink(missing_ok=True)
+    os.link(copy, tmp)
+    tmp.replace(status)
+    return True
 
 
 def _recorded(status: Path) -> bool:

@@ -902,8 +902,10 @@ static void write_status(const char *dir, const char *status, int exit_code,
 			 const struct timespec *w1, const struct rusage *ru,
 			 int leftovers)
 {
-	char tmp[4096], path[4096], start[96], end[96], job[32] = "";
+	char tmp[4096], path[4096], copy[4096], start[96], end[96], job[32] = "";
+	char node[256] = "";
 	const char *slurm_job = getenv("SLURM_JOB_ID");
+	const char *slurm_node = getenv("SLURMD_NODENAME");
 	struct utsname host;
 	FILE *f;
 	int fd;
@@ -913,6 +915,12 @@ static void write_status(const char *dir, const char *status, int exit_code,
 		strcpy(host.nodename, "unknown");
 	if (slurm_job && strspn(slurm_job, "0123456789") == strlen(slurm_job))
 		snprintf(job, sizeof(job), "%s", slurm_job);
+	/* The node's Slurm name, which need not be its host name (a fleet's
+	 * hosts are node names); only characters that need no JSON escape. */
+	if (slurm_node && strlen(slurm_node) < sizeof(node) &&
+	    strspn(slurm_node, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+				"0123456789._-") == strlen(slurm_node))
+		snprintf(node, sizeof(node), "%s", slurm_node);
 
 	/* A fresh, uniquely named file (O_EXCL): never a planted link. */
 	snprintf(tmp, sizeof(tmp), "%s/.status.json.XXXXXX", dir);
@@ -928,6 +936,7 @@ static void write_status(const char *dir, const char *status, int exit_code,
 		"\"start_epoch\": %.6f, \"end_epoch\": %.6f, "
 		"\"utime_s\": %.6f, \"stime_s\": %.6f, \"maxrss_kb\": %ld, "
 		"\"host\": \"%s\", \"slurm_job_id\": \"%s\", "
+		"\"slurm_node\": \"%s\", "
 		"\"containment\": ",
 		status, exit_code, signo, ts_diff(t0, t1), start, end,
 		ts_sec(w0), ts_sec(w1),
@@ -935,13 +944,22 @@ static void write_status(const char *dir, const char *status, int exit_code,
 					   ru->ru_utime.tv_usec * 1000 }),
 		ts_sec(&(struct timespec){ ru->ru_stime.tv_sec,
 					   ru->ru_stime.tv_usec * 1000 }),
-		ru->ru_maxrss, host.nodename, job);
+		ru->ru_maxrss, host.nodename, job, node);
 	json_name(f, containment);
 	fprintf(f, ", \"leftovers_killed\": %d, \"links\": ", leftovers);
 	list_links(f, dir);
 	fputs("}\n", f);
 	if (fflush(f) || (status_fsync && fsync(fileno(f))) || fclose(f))
 		die(tmp);
+	/* A second name for the record, in place before status.json is: a
+	 * cluster job cancelled after the run ended has its output deleted by
+	 * Snakemake, and the resume restores it from this one instead of
+	 * measuring the run again. Best effort: without it (no hard links on
+	 * this file system) the resume measures such a run again. */
+	snprintf(copy, sizeof(copy), "%s/.status.final", dir);
+	unlink(copy);
+	if (link(tmp, copy))
+		unlink(copy);
 	if (rename(tmp, path))
 		die(path);
 }
