@@ -365,24 +365,22 @@ def test_the_schema_documents_batch():
 
 
 # ---- a batch's status.json: one sync a batch, not one fsync a run -------------------------
-def test_a_batchs_runs_leave_fsync_to_one_sync_of_the_batch(tmp_path, monkeypatch):
+def test_a_batchs_runs_leave_fsync_to_one_sync_of_the_batch(tmp_path):
+    import dataclasses
+
+    from perfsnake.platforms import local
     from perfsnake.stages import run as run_stage
 
-    monkeypatch.delenv(run_stage.STATUS_FSYNC_ENV, raising=False)
-    with run_stage._status_fsync_off():
-        assert os.environ[run_stage.STATUS_FSYNC_ENV] == "0"
-    assert run_stage.STATUS_FSYNC_ENV not in os.environ  # only around a batched run's launch
-    monkeypatch.setenv(run_stage.STATUS_FSYNC_ENV, "1")
-    with run_stage._status_fsync_off():
-        pass
-    assert os.environ[run_stage.STATUS_FSYNC_ENV] == "1"
+    # A batched run's launcher is told to skip the fsync (run_stage.execute_run;
+    # psrun's side: test_launcher.py::test_status_fsync_can_be_left_to_the_caller).
+    for durable in (True, False):
+        argv = dataclasses.replace(local.Local(), durable_status=durable).launcher_argv(tmp_path, tmp_path, 1.0)
+        assert ("--no-fsync" in argv) == (not durable)
     run_stage.sync_results(tmp_path)
     run_stage.sync_results(tmp_path / "missing")  # falls back to os.sync
-    # Through the workflow: the benchmark's environment does not carry the switch.
-    command = "echo fsync=${{PERFSNAKE_STATUS_FSYNC:-unset}}; echo value={x}"
-    camp = write_campaign(tmp_path, campaign(command=command, batch=9))
+    # Through the workflow: every run recorded, the batch synced before its marker.
+    camp = write_campaign(tmp_path, campaign(batch=9))
     proc = snakemake(tmp_path, camp, "--cores", "1", "all", env=lock_env(tmp_path))
     assert jobs_run(proc, "run_batch") == 1
     for run in interleaved():
-        assert (tmp_path / "results/c/runs" / run / "stdout.txt").read_text().startswith("fsync=unset\n"), run
         assert statuses(tmp_path, "c")[run]["status"] == "ok"

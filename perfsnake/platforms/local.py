@@ -23,6 +23,9 @@ class Local:
     kind: str = "local"
     launcher: str = layout.tool("psrun")
     node: str | None = None
+    #: status.json fsynced by the launcher; a batch's runs leave it to the
+    #: batch, which syncs the file system once before its marker
+    durable_status: bool = True
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, object], origin: str, key: str, variables: Sequence[str]) -> Local:
@@ -58,10 +61,17 @@ class Local:
         self._check_node()
         cmd_file = write_command(run_dir, script)
         lock_args, lock_fds = launcher_args()  # psrun holds the host lock too
-        argv = [str(workdir / self.launcher), "--dir", str(run_dir), *lock_args]
+        argv = [*self.launcher_argv(workdir, run_dir, timeout_s), *lock_args, "--", str(cmd_file)]
+        return subprocess.run(argv, pass_fds=lock_fds, check=False).returncode
+
+    def launcher_argv(self, workdir: Path, run_dir: Path, timeout_s: float | None) -> list[str]:
+        """psrun and its options for one run (without the lock and the command)."""
+        argv = [str(workdir / self.launcher), "--dir", str(run_dir)]
         if timeout_s:
             argv += ["--timeout", repr(float(timeout_s))]
-        return subprocess.run([*argv, "--", str(cmd_file)], pass_fds=lock_fds, check=False).returncode
+        if not self.durable_status:
+            argv.append("--no-fsync")
+        return argv
 
     def build(self, script_file: Path, build_dir: Path, log_file: Path, inputs: list[Path]) -> int:
         self._check_node()

@@ -8,6 +8,7 @@ interval, so nothing here is measured.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ from perfsnake.escape import value_text
 from perfsnake.hostlock import host_lock
 from perfsnake.instruments.base import Context
 from perfsnake.machine import state as machine_state
+from perfsnake.platforms import Local
 from perfsnake.stages import layout_builds, servers
 
 if TYPE_CHECKING:
@@ -452,10 +454,11 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int, bat
 
     where = c.platform_of(c.by_path[record_path])
 
+    if batched and isinstance(where, Local):
+        # Atomic but not fsynced one by one: the batch syncs once before its marker.
+        where = dataclasses.replace(where, durable_status=False)
+
     def launch(run_dir: Path, text: str, timeout_s: float | None) -> int:
-        if batched and where.kind == "local":
-            with _status_fsync_off():
-                return where.launch(workdir, run_dir, text, timeout_s, params)
         return where.launch(workdir, run_dir, text, timeout_s, params)
 
     before: dict[str, object] = {"before": machine_state.snapshot()}
@@ -488,25 +491,6 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int, bat
 
 #: in a batched run's directory: what the run was measured under (its spec and builds), written before it starts
 SPEC_STAMP = ".run-spec"
-#: psrun's switch for the fsync of status.json before its rename (psrun.c); psrun removes it
-#: from the benchmark's environment
-STATUS_FSYNC_ENV = "PERFSNAKE_STATUS_FSYNC"
-
-
-@contextlib.contextmanager
-def _status_fsync_off() -> Iterator[None]:
-    """psrun renames status.json into place without its fsync (on a VM disk
-    about 0.5-3.5 ms, the largest part of a short run's launch); still
-    atomic, made durable by the batch's sync_results before its marker."""
-    before = os.environ.get(STATUS_FSYNC_ENV)
-    os.environ[STATUS_FSYNC_ENV] = "0"
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(STATUS_FSYNC_ENV, None)
-        else:
-            os.environ[STATUS_FSYNC_ENV] = before
 
 
 def sync_results(directory: Path) -> None:

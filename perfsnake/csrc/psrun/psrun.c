@@ -42,11 +42,10 @@
  * PERFSNAKE_CGROUP: the cgroup v2 directory under which run cgroups are made
  * (default: "perfsnake" at the cgroup2 mount, or in psrun's own cgroup when
  * that is delegated); "none" forces the subreaper.
- * PERFSNAKE_STATUS_FSYNC=0: status.json is renamed into place without an
- * fsync first (still atomic; durable once the caller syncs the file system:
- * a batch job does, once, before its marker). An fsync costs about as much
- * as a short run's whole launch on a VM disk. Removed from the environment
- * before the benchmark starts: the benchmark's environment is the caller's.
+ * --no-fsync: status.json is renamed into place without an fsync first
+ * (still atomic; durable once the caller syncs the file system: a batch job
+ * does, once, before its marker). An fsync costs about as much as a short
+ * run's whole launch on a VM disk.
  *
  * Exit status: 0 when the run was recorded (whatever the benchmark did),
  * 2 on a usage or setup error, 128+N when aborted by signal N.
@@ -893,7 +892,7 @@ static void list_links(FILE *f, const char *dir)
 	fputs("]", f);
 }
 
-/* status.json is fsynced before its rename (see PERFSNAKE_STATUS_FSYNC). */
+/* status.json is fsynced before its rename (see --no-fsync). */
 static int status_fsync = 1;
 
 static void write_status(const char *dir, const char *status, int exit_code,
@@ -973,7 +972,7 @@ int main(int argc, char **argv)
 	sigset_t set, old;
 	int i, out, err, in, wstatus = 0, r, exit_code, signo = 0, cgfd;
 	int lock_fd = -1, leftovers;
-	const char *status, *fsync_env;
+	const char *status;
 	pid_t pid, parent = getppid();
 
 	for (i = 1; i < argc; i++) {
@@ -987,6 +986,8 @@ int main(int argc, char **argv)
 			lock_fd = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--watch-stdin"))
 			watch_stdin = 1;
+		else if (!strcmp(argv[i], "--no-fsync"))
+			status_fsync = 0;
 		else if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
@@ -997,12 +998,10 @@ int main(int argc, char **argv)
 	if (!dir || i >= argc || !(grace >= 0)) {
 		fprintf(stderr, "usage: psrun --dir RUN_DIR [--timeout SEC] "
 				"[--grace SEC] [--watch-stdin] [--lock-fd FD] "
+				"[--no-fsync] "
 				"-- PROG [ARG...]\n");
 		return 2;
 	}
-	fsync_env = getenv("PERFSNAKE_STATUS_FSYNC");
-	status_fsync = !(fsync_env && !strcmp(fsync_env, "0"));
-	unsetenv("PERFSNAKE_STATUS_FSYNC");
 	/* The lock stays with psrun, not with the benchmark. */
 	if (lock_fd >= 0 && fcntl(lock_fd, F_SETFD, FD_CLOEXEC))
 		die("--lock-fd");
