@@ -103,6 +103,11 @@ def split_status(campaign: str, status: str) -> tuple[str, int]:
     return record, int(rest.split("/", 1)[0])
 
 
+def batch_size(campaign: str) -> str:
+    """The size `batch: auto` chose for this results directory, and why (its first batch job writes it)."""
+    return f"{RESULTS}/{campaign}/batch-size.json"
+
+
 def batch_marker(campaign: str, round_number: int | str, k: int | str) -> str:
     """What a job executing a batch of runs declares as its output (each run keeps its own files)."""
     return f"{RESULTS}/{campaign}/runs/batches/r{round_number}-b{k}.json"

@@ -377,12 +377,37 @@ class Runs:
         return json.dumps(data, sort_keys=True)
 
 
-#: `batch: auto` batches a campaign whose timeout_s bounds each run to at most this many seconds
+#: `batch: auto` batches a campaign whose runs take (measured) or may take (timeout_s) at most this many seconds
 AUTO_SHORT_RUN_S = 1.0
-#: `batch: auto`: a batch holds as many runs as fit, by their timeouts, in this many seconds
+#: `batch: auto`: a batch holds as many runs as fit, by their measured times or their timeouts, in this many seconds
 AUTO_BATCH_SPAN_S = 60.0
 #: `batch: auto`: at most this many runs per batch (a batch's marker lists them)
 AUTO_MAX_BATCH = 1000
+
+
+def _span_size(run_s: float) -> int:
+    """Runs of `run_s` seconds a batch: as many as fit AUTO_BATCH_SPAN_S, one
+    when a run is longer than AUTO_SHORT_RUN_S."""
+    if run_s > AUTO_SHORT_RUN_S:
+        return 1
+    return max(1, min(AUTO_MAX_BATCH, int(AUTO_BATCH_SPAN_S / max(run_s, 1e-6))))
+
+
+def _measured_run_s(url: str | None, campaign: str) -> tuple[float, int] | None:
+    """The median wall time of the campaign's latest ok runs on this machine
+    in the results store, and their number; None without any (or without a
+    store that answers: planning never fails on the history)."""
+    import socket
+
+    from perfsnake.history.store import Store, StoreError
+
+    try:
+        return Store.open(url, create=False).run_time(campaign, socket.gethostname())
+    except (StoreError, OSError):
+        return None
+    except Exception:  # noqa: BLE001 - a store that cannot be read (a server down) is no measured time
+        return None
+
 
 #: A run of a campaign: (record path, run number).
 Slot = tuple[str, int]
@@ -402,7 +427,10 @@ class Batches:
     derived: Derived
     runs: Runs
     instrument_targets: Callable[[str], list[str]]
+    history_url: str | None = None  # the results store `batch: auto` reads measured run times from
     _sizes: dict[str, int] = field(default_factory=dict)
+    #: how `batch: auto` chose each campaign's size (written with it by the first batch job)
+    _reasons: dict[str, str] = field(default_factory=dict)
     _chunks: dict[str, list[list[Slot]]] = field(default_factory=dict)
     _specs: dict[str, str] = field(default_factory=dict)
 
@@ -430,19 +458,48 @@ class Batches:
         setting = c.data.get("batch", "auto")
         blocker = self._blocker(name)
         if setting == "auto":
-            # Only the timeout bounds a run's length before it ran, and the
-            # plan must be the same at every invocation (a size read from
-            # measured runs would re-plan, and re-collect, on the next one).
-            if blocker or c.timeout_s is None or c.timeout_s > AUTO_SHORT_RUN_S:
+            if blocker:
                 return 1
-            return max(1, min(AUTO_MAX_BATCH, int(AUTO_BATCH_SPAN_S / c.timeout_s)))
+            size, self._reasons[name] = self._auto_size(c)
+            return size
         size = int(setting)
         if size > 1 and blocker:
             raise CampaignError(c.origin, "batch", f"{size}: not possible here, {blocker} (use batch: 1 or auto)")
         return size
 
+    def _auto_size(self, c: Campaign) -> tuple[int, str]:
+        """`batch: auto`, and why. The plan must stay the same in one results
+        directory (another size re-plans, re-collects, and a batch would
+        measure again runs a run job made), so first: the size its first batch
+        job recorded (layout.batch_size); one job per run when runs were made
+        that way already. In a fresh directory: from the campaign's measured
+        run time on this machine, the median of its latest ok runs in the
+        results store; without any, from its timeout_s; else one job per run.
+        Short runs (at most AUTO_SHORT_RUN_S) get as many a job as fit
+        AUTO_BATCH_SPAN_S, at most AUTO_MAX_BATCH."""
+        try:
+            recorded = json.loads(Path(layout.batch_size(c.name)).read_text())
+            return int(recorded["size"]), str(recorded.get("reason", "recorded"))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        first = layout.status_file(c.name, c.records[0].path, 1) if c.records else None
+        if first is not None and Path(first).exists():
+            return 1, "runs made one job each before"
+        measured = _measured_run_s(self.history_url, c.name)
+        if measured is not None:
+            median, count = measured
+            reason = f"median run {median:.3g} s of {count} in the results store"
+            return _span_size(median), reason
+        if c.timeout_s is not None:
+            return _span_size(c.timeout_s), f"timeout_s {c.timeout_s:g}"
+        return 1, "no measured run time and no timeout_s"
+
     def size(self, name: str) -> int:
         return self._sizes[name]
+
+    def reason(self, name: str) -> str:
+        """How `batch: auto` chose the size ("" for a size the campaign sets)."""
+        return self._reasons.get(name, "")
 
     def batched(self, name: str) -> bool:
         return self._sizes[name] > 1
@@ -629,6 +686,7 @@ class CampaignIndex:
     campaigns: dict[str, Campaign]
     flamegraph_dir: str | None = None
     figures: dict[str, Figure] = field(default_factory=dict)
+    history_url: str | None = None  # config's `history`: the results store
     derived: Derived = field(init=False)
     builds: Builds = field(init=False)
     rounds: Rounds = field(init=False)
@@ -643,7 +701,8 @@ class CampaignIndex:
         self.rounds = Rounds(self.campaigns)
         self.runs = Runs(self.campaigns, self.derived)
         self.targets = Targets(self.campaigns, self.figures, self.derived)
-        self.batches = Batches(self.campaigns, self.derived, self.runs, self.targets.instrument_targets)
+        self.batches = Batches(self.campaigns, self.derived, self.runs, self.targets.instrument_targets,
+                               self.history_url)  # fmt: skip
         self.reports = Reports(self.campaigns, self.figures)
 
     # The invocation-wide questions modules outside the rules ask (the run
@@ -700,7 +759,7 @@ def index_from_config(config: dict, measuring: bool = True) -> CampaignIndex:
     if problem:
         raise CampaignError("config", "host_lock", problem)
     figures = {f.name: f for f in parse_figures(config.get("figures") or [], campaigns)}
-    return CampaignIndex(campaigns, config.get("flamegraph_dir"), figures)
+    return CampaignIndex(campaigns, config.get("flamegraph_dir"), figures, config.get("history"))
 
 
 def campaign_info(c: Campaign) -> CampaignInfo:

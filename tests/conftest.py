@@ -11,6 +11,8 @@ import tempfile  # noqa: E402
 os.environ.setdefault(
     "PERFSNAKE_HOST_LOCK", os.path.join(tempfile.mkdtemp(prefix="perfsnake-test-lock-"), "bench.lock")
 )
+import pytest  # noqa: E402
+
 # The results store of this test session: never the user's own history.
 os.environ.setdefault(
     "PERFSNAKE_HISTORY",
@@ -18,13 +20,19 @@ os.environ.setdefault(
 )
 
 
+@pytest.fixture(autouse=True)
+def _own_results_store(tmp_path_factory, monkeypatch):
+    """A results store per test: what one test measured must not size
+    another's batches (`batch: auto` reads measured run times from it)."""
+    store = tmp_path_factory.mktemp("history") / "history.sqlite"
+    monkeypatch.setenv("PERFSNAKE_HISTORY", f"sqlite:///{store}")
+
+
 # CI's rule (PERFSNAKE_NO_SKIP=1, set by .ci/run): a test may skip only for
 # what this kind of machine legitimately lacks or has; a skip because a tool or
 # capability that `make setup` installs is missing would pass CI silently, so
 # it fails instead. Each allowed reason names a property of the machine, not
 # of its setup.
-import pytest  # noqa: E402
-
 ALLOWED_SKIPS = (
     "this machine counts hardware events",  # a machine with a PMU: the no-PMU path cannot run
     "needs a hardware PMU",  # a machine without one (these VMs)

@@ -136,6 +136,45 @@ def test_auto_batches_runs_their_timeout_bounds_to_a_second(tmp_path, timeout_s,
     assert index_from_config({"campaign": str(explicit)}, measuring=False).batches.size("c") == 7
 
 
+def _store_with_runs(url: str, campaign_name: str, wall_s: float, runs: int = 30) -> None:
+    import socket
+
+    from perfsnake.history.store import Store, run_key
+
+    host, record = socket.gethostname(), json.dumps({"x": 1})
+    rows = [{"run_key": run_key(campaign_name, host, record, i, f"2026-11-01T00:00:{i:02d}Z"), "campaign": campaign_name,
+             "hostname": host, "record": record, "run": i, "status": "ok", "start": f"2026-11-01T00:00:{i:02d}Z",
+             "end": None, "wall_s": wall_s * (1 + (i % 3 - 1) / 10), "metrics": "{}", "versions": None}
+            for i in range(1, runs + 1)]  # fmt: skip
+    Store.open(url).record({"campaign": campaign_name, "hostname": host, "recorded_at": "now", "source": "import",
+                            "first_start": rows[0]["start"], "results_dir": ""}, rows)  # fmt: skip
+
+
+@pytest.mark.parametrize(("wall_s", "size"), [(0.002, 1000), (0.1, 600), (0.5, 120), (2.0, 1)])
+def test_auto_sizes_a_fresh_directorys_batches_from_measured_run_times(tmp_path, monkeypatch, wall_s, size):
+    """In a fresh results directory `batch: auto` reads the campaign's
+    measured run time on this machine from the results store (its median),
+    before its timeout; a directory keeps the size it started with."""
+    monkeypatch.chdir(tmp_path)
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    path = write_campaign(tmp_path, campaign(timeout_s=1))
+    config = {"campaign": str(path), "history": url}
+    assert index_from_config(config, measuring=False).batches.size("c") == 60  # nothing measured: the timeout's
+    _store_with_runs(url, "c", wall_s)
+    _store_with_runs(url, "other", 0.0001)  # another campaign's runs say nothing of this one's
+    batches = index_from_config(config, measuring=False).batches
+    assert batches.size("c") == size and batches.reason("c") == f"median run {wall_s:.3g} s of 30 in the results store"
+    # Once a batch job recorded the size, the directory keeps it, whatever is measured later.
+    (tmp_path / "results/c").mkdir(parents=True)
+    (tmp_path / "results/c/batch-size.json").write_text(json.dumps({"size": 9, "reason": "timeout_s 1"}))
+    assert index_from_config(config, measuring=False).batches.size("c") == 9
+    # Runs made one job each stay so (a batch would measure again runs without its stamp).
+    (tmp_path / "results/c/batch-size.json").unlink()
+    (tmp_path / "results/c/runs/x-1/run-1").mkdir(parents=True)
+    (tmp_path / "results/c/runs/x-1/run-1/status.json").write_text('{"status": "ok"}')
+    assert index_from_config(config, measuring=False).batches.size("c") == 1
+
+
 # ---- through Snakemake --------------------------------------------------------------------
 @pytest.mark.e2e
 def test_batches_run_every_run_once_in_the_campaigns_order_and_nothing_again(tmp_path):
@@ -159,6 +198,15 @@ def test_batches_run_every_run_once_in_the_campaigns_order_and_nothing_again(tmp
     assert sorted(read_csv(tmp_path / "results/c/c.csv")["value"]) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
     again = snakemake(tmp_path, camp, "--cores", "1", "all", env=lock_env(tmp_path))
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.e2e
+def test_auto_records_its_choice_for_the_directory(tmp_path):
+    camp = write_campaign(tmp_path, campaign(timeout_s=1))
+    proc = snakemake(tmp_path, camp, "--cores", "1", "all", env=lock_env(tmp_path))
+    assert jobs_run(proc, "run_batch") == 1 and jobs_run(proc, "run") == 0
+    recorded = json.loads((tmp_path / "results/c/batch-size.json").read_text())
+    assert recorded == {"size": 60, "reason": "timeout_s 1"}
 
 
 @pytest.mark.e2e

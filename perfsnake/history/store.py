@@ -219,6 +219,27 @@ class Store:
         with self.engine.connect() as conn:
             return pd.DataFrame(conn.execute(query).mappings().all())
 
+    def run_time(self, campaign: str, hostname: str, latest: int = 1000) -> tuple[float, int] | None:
+        """The median wall time of the campaign's `latest` ok runs on a host,
+        and how many there were (None without any): what `batch: auto` sizes
+        a new results directory's batches from."""
+        import statistics
+
+        query = (
+            sa.select(runs.c.wall_s)
+            .where(
+                runs.c.campaign == campaign,
+                runs.c.hostname == hostname,
+                runs.c.status == "ok",
+                runs.c.wall_s.is_not(None),
+            )  # fmt: skip
+            .order_by(runs.c.start.desc())
+            .limit(latest)
+        )
+        with self.engine.connect() as conn:
+            times = [float(t) for (t,) in conn.execute(query)]
+        return (statistics.median(times), len(times)) if times else None
+
     def campaigns(self) -> list[tuple[str, str, int]]:
         """(campaign, host, invocations) for every campaign and machine stored."""
         query = (

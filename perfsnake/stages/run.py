@@ -557,6 +557,12 @@ def execute_batch(index: CampaignIndex, name: str, round_number: int, k: int,
     kept: list[str] = []
     measured: list[str] = []
     aborted: list[str] = []
+    # `batch: auto`'s choice stays this results directory's (Batches._auto_size).
+    size_file = layout.here(layout.batch_size(name), workdir)
+    if index.batches.reason(name) and not size_file.exists():
+        size_file.parent.mkdir(parents=True, exist_ok=True)
+        safefile.write_text(size_file, json.dumps({"size": index.batches.size(name),
+                                                   "reason": index.batches.reason(name)}) + "\n")  # fmt: skip
     stamps: dict[str, str] = {}  # a record's runs share their spec and builds: hashed once per batch
     for record_path, run in runs:
         rdir = layout.here(layout.run_dir(name, record_path, run), workdir)
