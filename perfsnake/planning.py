@@ -399,6 +399,12 @@ def _measured_run_s(url: str | None, campaign: str) -> tuple[float, int] | None:
     store that answers: planning never fails on the history)."""
     import socket
 
+    from perfsnake.history.location import default_url, sqlite_file
+
+    url = url or default_url()
+    file = sqlite_file(url)
+    if file is not None and not file.exists():
+        return None  # nothing recorded yet (and no SQLAlchemy import for it)
     from perfsnake.history.store import Store, StoreError
 
     try:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -34,8 +33,9 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
+from perfsnake.history.location import default_url
+
 SCHEMA_VERSION = 2
-STORE_ENV = "PERFSNAKE_HISTORY"
 
 metadata = sa.MetaData()
 
@@ -93,15 +93,6 @@ def _add_version_order(conn: Connection) -> None:
 
 #: version -> the step that brings a store from version-1 to it.
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _create_v1, 2: _add_version_order}
-
-
-def default_url() -> str:
-    """$PERFSNAKE_HISTORY, else a SQLite file in the user's data directory
-    (it outlives `make clean` and spans checkouts)."""
-    if os.environ.get(STORE_ENV):
-        return os.environ[STORE_ENV]
-    base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return f"sqlite:///{base / 'perfsnake' / 'history.sqlite'}"
 
 
 def describe(url: str) -> str:
