@@ -135,3 +135,19 @@ def cgroup_of(pid: int) -> str:
     return next(
         (line[3:] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if line.startswith("0::")), "/"
     )
+
+
+def slurm_command(workdir: Path, campaign: Path, *args: str) -> list[str]:
+    """The documented cluster command (docs/platforms.md): the slurm profile in place of profiles/default."""
+    return [
+        SNAKEMAKE,
+        "-s", str(ROOT / "workflow" / "Snakefile"),
+        "--profile", str(ROOT / "profiles" / "slurm"),
+        "--workflow-profile", "none",
+        "--directory", str(workdir),
+        "--configfile", str(ROOT / "config" / "config.yaml"),
+        # A test cluster answers at once; the profile's 20 s suit a real one.
+        "--slurm-init-seconds-before-status-checks", "1",
+        *args,
+        "--config", f"campaign={campaign}",
+    ]  # fmt: skip

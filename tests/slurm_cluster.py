@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 MARKER = "# perfsnake-test-cluster: written by tests/slurm_cluster.py, removed when the cluster stops"
@@ -448,6 +449,19 @@ PartitionName=debug Nodes={",".join(self.nodes)} Default=YES MaxTime=INFINITE St
             "name": self.name, "host": self.host, "pids": self.pids, "created_etc_dir": self.created_etc_dir,
             "owner_pid": self.owner_pid, "owns_dir": self.owns_dir, "nodes": self.nodes,
         }))  # fmt: skip
+
+
+def for_tests(nodes: list[str] | None = None) -> Iterator[SlurmCluster]:
+    """A module fixture's body: a started cluster, then every process ended
+    and the configuration gone. ClusterUnavailable when it cannot start."""
+    c = SlurmCluster(nodes=nodes)
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+        assert not c.running()
+        assert not SLURM_CONF.exists() or not SLURM_CONF.read_text().startswith(MARKER)
 
 
 def load(state_file: Path) -> SlurmCluster | None:

@@ -11,8 +11,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, SNAKEMAKE, jobs_run, snakemake, statuses, write_campaign
-from slurm_cluster import SLURM_CONF, ClusterUnavailable, SlurmCluster, missing_binaries
+from helpers import jobs_run, slurm_command, snakemake, statuses, write_campaign
+from slurm_cluster import ClusterUnavailable, SlurmCluster, for_tests, missing_binaries
 
 from perfsnake.campaign_csv import read_csv
 from perfsnake.machine.sysinfo import online_cpus
@@ -27,18 +27,11 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = SlurmCluster()
+def cluster():
     try:
-        c.start()
+        yield from for_tests()
     except ClusterUnavailable as exc:
         pytest.skip(str(exc))
-    try:
-        yield c
-    finally:
-        c.stop()
-        assert not c.running()
-        assert not SLURM_CONF.exists() or not SLURM_CONF.read_text().startswith("# perfsnake-test-cluster")
 
 
 def campaign_data():
@@ -56,19 +49,8 @@ def campaign_data():
 def slurm_snakemake(
     workdir: Path, campaign: Path, cluster: SlurmCluster, *args: str, timeout: float = 300
 ) -> subprocess.CompletedProcess:
-    """The documented cluster command: the slurm profile in place of profiles/default."""
-    cmd = [
-        SNAKEMAKE,
-        "-s", str(ROOT / "workflow" / "Snakefile"),
-        "--profile", str(ROOT / "profiles" / "slurm"),
-        "--workflow-profile", "none",
-        "--directory", str(workdir),
-        "--configfile", str(ROOT / "config" / "config.yaml"),
-        # A test cluster answers at once; the profile's 20 s suit a real one.
-        "--slurm-init-seconds-before-status-checks", "1",
-        *args,
-        "--config", f"campaign={campaign}",
-    ]  # fmt: skip
+    """The documented cluster command, checked."""
+    cmd = slurm_command(workdir, campaign, *args)
     proc = subprocess.run(
         cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir, env=cluster.env, check=False
     )

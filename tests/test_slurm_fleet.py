@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, SNAKEMAKE, statuses, write_campaign
-from slurm_cluster import ClusterUnavailable, SlurmCluster, missing_binaries
+from helpers import slurm_command, statuses, write_campaign
+from slurm_cluster import ClusterUnavailable, SlurmCluster, for_tests, missing_binaries
 
 from perfsnake.campaign_csv import read_csv
 
@@ -34,16 +34,10 @@ NODES = ("n1", "n2", "n3")
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = SlurmCluster(nodes=list(NODES))
     try:
-        c.start()
+        yield from for_tests(list(NODES))
     except ClusterUnavailable as exc:
         pytest.skip(str(exc))
-    try:
-        yield c
-    finally:
-        c.stop()
-        assert not c.running()
 
 
 def campaign(hosts: list[str]) -> dict:
@@ -60,25 +54,10 @@ def campaign(hosts: list[str]) -> dict:
     }  # fmt: skip
 
 
-def command(workdir: Path, camp: Path, *args: str) -> list[str]:
-    """The documented cluster command (docs/platforms.md), on this test cluster."""
-    return [
-        SNAKEMAKE,
-        "-s", str(ROOT / "workflow" / "Snakefile"),
-        "--profile", str(ROOT / "profiles" / "slurm"),
-        "--workflow-profile", "none",
-        "--directory", str(workdir),
-        "--configfile", str(ROOT / "config" / "config.yaml"),
-        "--slurm-init-seconds-before-status-checks", "1",
-        *args,
-        "--config", f"campaign={camp}",
-    ]  # fmt: skip
-
-
 def run(
     workdir: Path, camp: Path, cluster: SlurmCluster, *args: str, check: bool = True
 ) -> subprocess.CompletedProcess:
-    proc = subprocess.run(command(workdir, camp, *args), capture_output=True, text=True, timeout=600, cwd=workdir,
+    proc = subprocess.run(slurm_command(workdir, camp, *args), capture_output=True, text=True, timeout=600, cwd=workdir,
                           env=cluster.env, check=False)  # fmt: skip
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
@@ -151,7 +130,7 @@ def test_a_down_node_holds_up_only_its_runs_and_the_resume_makes_only_them(clust
     subprocess.run([*down, "State=DOWN", "Reason=perfsnake-test"], env=cluster.env, check=True, timeout=30)
     log = (tmp_path / "first.log").open("w")
     try:
-        proc = subprocess.Popen(command(tmp_path, camp, "all"), cwd=tmp_path, env=cluster.env, stdout=log,
+        proc = subprocess.Popen(slurm_command(tmp_path, camp, "all"), cwd=tmp_path, env=cluster.env, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
 
         def others_done() -> bool:
