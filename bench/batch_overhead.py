@@ -1,7 +1,9 @@
 """Benchmark (not a test): what a run of `true` costs, by how runs become jobs.
 
 Side by side, interleaved (each round runs every way once, in a rotated
-order, at every size), for N runs of `true` (10 records x N/10 runs):
+order, at every size), for N runs of `true` (10 records x N/10 runs;
+`--per-record R`: N/R records x R runs; `--command CMD`: CMD instead of
+`true`, e.g. `sleep 0.01` for a 10 ms command):
 
     shell     a shell loop making one directory and one result file per run
     bare      bare Snakemake, one job per run (`true > out/<i>/result.json`), greedy scheduler
@@ -27,6 +29,7 @@ tar -x -C /tmp/before`) measures each perfsnake way with that checkout too
 before or after this tree's at the same size (the order alternates).
 
 usage: .venv/bin/python bench/batch_overhead.py [--sizes 1000 10000] [--rounds 1] [--ways ...] [--before CHECKOUT]
+                                                [--command CMD] [--per-record R] [--dry-only]
 Writes bench/results/batch_overhead.json and prints a table.
 """
 
@@ -61,7 +64,7 @@ n=$1
 i=1
 while [ "$i" -le "$n" ]; do
   mkdir -p "out/run-$i"
-  true > "out/run-$i/stdout.txt"
+  @COMMAND@ > "out/run-$i/stdout.txt"
   echo '{"status": "ok"}' > "out/run-$i/result.json"
   i=$((i + 1))
 done
@@ -77,7 +80,7 @@ rule one:
     output:
         "out/{i}/result.json",
     shell:
-        "true > {output}"
+        "@COMMAND@ > {output}"
 """
 
 
@@ -97,9 +100,11 @@ def perfsnake_cmd(workdir: Path, camp: Path, *args: str, root: Path = ROOT) -> l
             "--config", f"campaign={camp}"]  # fmt: skip
 
 
-def campaign(workdir: Path, way: str, runs: int) -> Path:
-    data = {"name": way, "benchmark": {"type": "command", "command": "true {x}"},
-            "variables": {"x": list(range(RECORDS))}, "nb_runs": runs // RECORDS, **CAMPAIGN_KEYS[way]}  # fmt: skip
+def campaign(workdir: Path, way: str, runs: int, command: str, per_record: int | None) -> Path:
+    records = runs // per_record if per_record else RECORDS
+    # The record's value in a comment: records differ, the command is the same.
+    data = {"name": way, "benchmark": {"type": "command", "command": f"{command} # {{x}}"},
+            "variables": {"x": list(range(records))}, "nb_runs": runs // records, **CAMPAIGN_KEYS[way]}  # fmt: skip
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / f"{way}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -107,8 +112,9 @@ def campaign(workdir: Path, way: str, runs: int) -> Path:
 
 
 def measure(
-    base: Path, way: str, runs: int, lock: Path, before: Path | None = None, dry_only: bool = False
-) -> dict[str, object]:
+    base: Path, way: str, runs: int, lock: Path, before: Path | None = None, dry_only: bool = False,
+    command: str = "true", per_record: int | None = None,
+) -> dict[str, object]:  # fmt: skip
     """One way at one size; with `before`, a perfsnake way with that checkout;
     `dry_only`: the dry run alone (planning a size too large to run here)."""
     root = before or ROOT
@@ -118,12 +124,12 @@ def measure(
     out: dict[str, object] = {"way": way if before is None else f"{way}@before", "runs": runs}
     if way == "shell":
         script = workdir / "loop.sh"
-        script.write_text(SHELL_LOOP)
+        script.write_text(SHELL_LOOP.replace("@COMMAND@", command))
         out.update(gnu_time(["sh", str(script), str(runs)], workdir))
         return out
     if way == "bare":
         snakefile = workdir / "Snakefile"
-        snakefile.write_text(BARE_SNAKEFILE)
+        snakefile.write_text(BARE_SNAKEFILE.replace("@COMMAND@", command))
         common = ["-s", str(snakefile), "--directory", str(workdir), "--config", f"njobs={runs}"]
         dry = workdir / "dry"
         dry.mkdir()
@@ -134,10 +140,12 @@ def measure(
             return out
         out.update(gnu_time([SNAKEMAKE, "all", "--cores", "1", "--scheduler", "greedy", "--quiet", *common], workdir))
         return out
-    env = {"PERFSNAKE_HOST_LOCK": str(lock)}
+    # A lock and a results store of their own: `batch: auto` must not size
+    # batches from runs this machine's user recorded.
+    env = {"PERFSNAKE_HOST_LOCK": str(lock), "PERFSNAKE_HISTORY": f"sqlite:///{base / 'history.sqlite'}"}
     if before is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(before), *filter(None, [os.environ.get("PYTHONPATH")])])
-    camp = campaign(workdir, way, runs)
+    camp = campaign(workdir, way, runs, command, per_record)
     dry = workdir / "dry"
     dry.mkdir()
     # The runs and their collection (results.json): the analysis and report
@@ -228,6 +236,10 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=OUT)
     parser.add_argument("--before", type=Path, metavar="CHECKOUT", help="another checkout, measured beside this one")
     parser.add_argument("--dry-only", action="store_true", help="only the dry runs (the shell loop has none)")
+    parser.add_argument("--command", default="true", help="what each run executes (default: true)")
+    parser.add_argument(
+        "--per-record", type=int, metavar="R", help="R runs a record, N/R records (default: 10 records)"
+    )
     args = parser.parse_args()
     if args.dry_only:
         args.ways = [w for w in args.ways if w != "shell"]
@@ -247,7 +259,8 @@ def main() -> None:
                             trees.reverse()
                     for before in trees:
                         started = time.monotonic()
-                        row = measure(base, way, size, lock, before, args.dry_only)
+                        row = measure(base, way, size, lock, before, args.dry_only, args.command, args.per_record)
+                        row["command"], row["per_record"] = args.command, args.per_record
                         if args.dry_only:
                             row["wall_s"] = row["dry"]["wall_s"]  # type: ignore[index]
                         row["round"] = round_number + 1
