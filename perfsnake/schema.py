@@ -193,6 +193,10 @@ def _platform_error(spec: Any, platforms: Collection[str], origin: str) -> Campa
     if not isinstance(spec, dict):
         return CampaignError(origin, "platform", f"expected a mapping with a type, got {_show(spec)}")
     kind = spec.get("type")
+    if kind is None:
+        return CampaignError(
+            origin, "platform.type", f"missing: one of {', '.join(platforms)} (a platform is a mapping with a type)"
+        )
     if kind not in platforms:
         return CampaignError(
             origin, "platform.type", f"unknown platform {_show(kind)} (choose from {', '.join(platforms)})"

@@ -31,6 +31,7 @@ CASES = [
     ({"benchmark": "heater", "platform": {"type": "sssh"}},
      "platform.type: unknown platform 'sssh' (choose from local, container, ssh)"),
     ({"benchmark": "heater", "platform": "local"}, "platform: expected a mapping with a type, got 'local'"),
+    ({"benchmark": "heater", "platform": {}}, "platform.type: missing: one of local, container, ssh"),
     ({"benchmark": {"type": "heatr"}}, "benchmark.type: unknown benchmark 'heatr' (choose from"),
 ]  # fmt: skip
 
