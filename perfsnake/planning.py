@@ -393,28 +393,6 @@ def _span_size(run_s: float) -> int:
     return max(1, min(AUTO_MAX_BATCH, int(AUTO_BATCH_SPAN_S / max(run_s, 1e-6))))
 
 
-def _measured_run_s(url: str | None, campaign: str) -> tuple[float, int] | None:
-    """The median wall time of the campaign's latest ok runs on this machine
-    in the results store, and their number; None without any (or without a
-    store that answers: planning never fails on the history)."""
-    import socket
-
-    from perfsnake.history.location import default_url, sqlite_file
-
-    url = url or default_url()
-    file = sqlite_file(url)
-    if file is not None and not file.exists():
-        return None  # nothing recorded yet (and no SQLAlchemy import for it)
-    from perfsnake.history.store import Store, StoreError
-
-    try:
-        return Store.open(url, create=False).run_time(campaign, socket.gethostname())
-    except (StoreError, OSError):
-        return None
-    except Exception:  # noqa: BLE001 - a store that cannot be read (a server down) is no measured time
-        return None
-
-
 #: A run of a campaign: (record path, run number).
 Slot = tuple[str, int]
 
@@ -433,7 +411,8 @@ class Batches:
     derived: Derived
     runs: Runs
     instrument_targets: Callable[[str], list[str]]
-    history_url: str | None = None  # the results store `batch: auto` reads measured run times from
+    #: measured run times for `batch: auto` (perfsnake.run_times.lookup; None: none, only timeouts)
+    run_times: Callable[[str], tuple[float, int] | None] | None = None
     _sizes: dict[str, int] = field(default_factory=dict)
     #: how `batch: auto` chose each campaign's size (written with it by the first batch job)
     _reasons: dict[str, str] = field(default_factory=dict)
@@ -491,7 +470,7 @@ class Batches:
         first = layout.status_file(c.name, c.records[0].path, 1) if c.records else None
         if first is not None and Path(first).exists():
             return 1, "runs made one job each before"
-        measured = _measured_run_s(self.history_url, c.name)
+        measured = self.run_times(c.name) if self.run_times is not None else None
         if measured is not None:
             median, count = measured
             reason = f"median run {median:.3g} s of {count} in the results store"
@@ -692,7 +671,7 @@ class CampaignIndex:
     campaigns: dict[str, Campaign]
     flamegraph_dir: str | None = None
     figures: dict[str, Figure] = field(default_factory=dict)
-    history_url: str | None = None  # config's `history`: the results store
+    run_times: Callable[[str], tuple[float, int] | None] | None = None  # for `batch: auto` (Batches)
     derived: Derived = field(init=False)
     builds: Builds = field(init=False)
     rounds: Rounds = field(init=False)
@@ -708,7 +687,7 @@ class CampaignIndex:
         self.runs = Runs(self.campaigns, self.derived)
         self.targets = Targets(self.campaigns, self.figures, self.derived)
         self.batches = Batches(self.campaigns, self.derived, self.runs, self.targets.instrument_targets,
-                               self.history_url)  # fmt: skip
+                               self.run_times)  # fmt: skip
         self.reports = Reports(self.campaigns, self.figures)
 
     # The invocation-wide questions modules outside the rules ask (the run
@@ -755,17 +734,21 @@ def campaign_files(config: dict) -> list[str]:
     return files
 
 
-def index_from_config(config: dict, measuring: bool = True) -> CampaignIndex:
+def index_from_config(
+    config: dict, measuring: bool = True, run_times: Callable[[str], tuple[float, int] | None] | None = None
+) -> CampaignIndex:
     """The invocation's campaigns. `measuring=False` (commands that only read
     results: summary, check, failed, artifact): the machine's state and the
-    benchmark lock are not required, since nothing runs."""
+    benchmark lock are not required, since nothing runs. `run_times`: the
+    measured run times `batch: auto` sizes a fresh directory's batches from
+    (the workflow's: perfsnake.run_times.lookup)."""
     campaigns = {c.name: c for c in load_campaigns(campaign_files(config), check_machine=measuring)}
     hostlock.configure(config.get("host_lock"))
     problem = hostlock.problem() if measuring else None
     if problem:
         raise CampaignError("config", "host_lock", problem)
     figures = {f.name: f for f in parse_figures(config.get("figures") or [], campaigns)}
-    return CampaignIndex(campaigns, config.get("flamegraph_dir"), figures, config.get("history"))
+    return CampaignIndex(campaigns, config.get("flamegraph_dir"), figures, run_times)
 
 
 def campaign_info(c: Campaign) -> CampaignInfo:

@@ -12,7 +12,7 @@ min_version("9.0")
 # Snakemake module, a snakedeploy copy).
 sys.path.insert(0, str(Path(workflow.current_basedir).parent))
 
-from perfsnake import layout, planning, snakemake_internals
+from perfsnake import layout, planning, run_times, snakemake_internals
 from perfsnake.errors import CampaignError
 from perfsnake.stages import profile as profile_stage
 from perfsnake.stages import run as run_stage
@@ -25,7 +25,11 @@ from perfsnake.script_helpers import flow
 # runs, not when the workflow is parsed.
 
 try:
-    INDEX = planning.index_from_config(config)
+    # `batch: auto` sizes a fresh results directory from the runs the results
+    # store measured (perfsnake.planning.Batches).
+    INDEX = planning.index_from_config(
+        config, run_times=run_times.lookup(config.get("history"))
+    )
     profile_stage.check_tools(INDEX)
 except CampaignError as exc:
     # One line naming the file, the key and the problem; nothing is written.

@@ -155,24 +155,30 @@ def test_auto_sizes_a_fresh_directorys_batches_from_measured_run_times(tmp_path,
     """In a fresh results directory `batch: auto` reads the campaign's
     measured run time on this machine from the results store (its median),
     before its timeout; a directory keeps the size it started with."""
+    from perfsnake import run_times
+
     monkeypatch.chdir(tmp_path)
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     path = write_campaign(tmp_path, campaign(timeout_s=1))
-    config = {"campaign": str(path), "history": url}
-    assert index_from_config(config, measuring=False).batches.size("c") == 60  # nothing measured: the timeout's
+    config = {"campaign": str(path)}
+
+    def index():
+        return index_from_config(config, measuring=False, run_times=run_times.lookup(url))
+
+    assert index().batches.size("c") == 60  # nothing measured: the timeout's
     _store_with_runs(url, "c", wall_s)
     _store_with_runs(url, "other", 0.0001)  # another campaign's runs say nothing of this one's
-    batches = index_from_config(config, measuring=False).batches
+    batches = index().batches
     assert batches.size("c") == size and batches.reason("c") == f"median run {wall_s:.3g} s of 30 in the results store"
     # Once a batch job recorded the size, the directory keeps it, whatever is measured later.
     (tmp_path / "results/c").mkdir(parents=True)
     (tmp_path / "results/c/batch-size.json").write_text(json.dumps({"size": 9, "reason": "timeout_s 1"}))
-    assert index_from_config(config, measuring=False).batches.size("c") == 9
+    assert index().batches.size("c") == 9
     # Runs made one job each stay so (a batch would measure again runs without its stamp).
     (tmp_path / "results/c/batch-size.json").unlink()
     (tmp_path / "results/c/runs/x-1/run-1").mkdir(parents=True)
     (tmp_path / "results/c/runs/x-1/run-1/status.json").write_text('{"status": "ok"}')
-    assert index_from_config(config, measuring=False).batches.size("c") == 1
+    assert index().batches.size("c") == 1
 
 
 # ---- through Snakemake --------------------------------------------------------------------

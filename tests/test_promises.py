@@ -87,7 +87,8 @@ def test_perfsnake_strict_in_the_environment_fails_an_invocation_with_a_failed_r
     for strict in ("", "1"):
         workdir = tmp_path / f"strict-{strict or 'unset'}"
         workdir.mkdir()
-        camp = write_campaign(workdir, command_campaign(command, variables={"x": [1, 2]}, nb_runs=1))
+        # One job per run in both (batch: auto would batch the second from the first's measured runs).
+        camp = write_campaign(workdir, command_campaign(command, variables={"x": [1, 2]}, nb_runs=1, batch=1))
         env = {**environ, "PERFSNAKE_STRICT": strict} if strict else environ
         proc = subprocess.run(
             [*snakemake_argv(camp)], cwd=workdir, capture_output=True, text=True, timeout=300, env=env, check=False

@@ -43,6 +43,8 @@ def campaign_data():
         "duration_s": 0.3,
         "timeout_s": 30,
         "plots": [{"kind": "bar", "x": "interval_ms", "y": "ops_per_s"}],
+        # One job per run both ways: the local run would otherwise be batched from the Slurm run's measured times.
+        "batch": 1,
     }
 
 

@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.snakemake_internals": 0,  # what relies on Snakemake's internals (no perfsnake imports)
     "perfsnake.shell_template": 1,
     "perfsnake.layout": 1,
+    "perfsnake.store_location": 1,  # where the results store is (no SQLAlchemy): the store's and run_times
     "perfsnake.campaign_csv": 1,
     "perfsnake.schema": 1,
     "perfsnake.machine": 1,
@@ -57,6 +58,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.stages": 6,
     "perfsnake.artifact": 7,
     "perfsnake.compare": 7,
+    "perfsnake.run_times": 7,  # measured run times from the store, handed to planning by the workflow
     "perfsnake.history": 7,  # the results store, its views (the regression view's step finder) and the history rule
     "perfsnake.importers.command": 7,  # `perfsnake import`: writes a campaign, runs the workflow
     "perfsnake.cli": 8,

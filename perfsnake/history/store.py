@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
-from perfsnake.history.location import default_url
+from perfsnake.store_location import default_url
 
 SCHEMA_VERSION = 2
 

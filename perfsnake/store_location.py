@@ -1,5 +1,6 @@
-"""Where the results store is, without opening it (no SQLAlchemy import):
-planning asks before it knows whether there is anything to read."""
+"""Where the results store is, without opening it: no SQLAlchemy, no
+perfsnake.history package (whose import opens both), for the workflow's
+start-up (perfsnake.run_times) as well as for the store itself."""
 
 from __future__ import annotations
 
