@@ -33,7 +33,7 @@ from perfsnake.campaign import Campaign, load_campaigns, schema_error
 from perfsnake.contract import FLEET_VARIABLE, CampaignInfo, Statistics
 from perfsnake.errors import CampaignError
 from perfsnake.figures import Figure, figure_info, parse_figures
-from perfsnake.platforms import Local, make_platform
+from perfsnake.platforms import Local
 from perfsnake.platforms.local import check_slurm_nodes
 
 
@@ -188,8 +188,8 @@ class Builds:
         """A build job's resources that place it on a cluster: a fleet's Slurm
         node builds its own (`slurm_extra`, read by Slurm's executor only);
         nothing without one (a function per job costs planning time)."""
-        placed = {k: make_platform(json.loads(e.platform), [], "build").placement()
-                  for k, e in self.entries.items() if e.platform}  # fmt: skip
+        placed = {(c.benchmark.key, r.build_key): c.platform_of(r).placement()
+                  for c in self.campaigns.values() if c.fleet for r in c.records}  # fmt: skip
         if not any(placed.values()):
             return {}
         return {"slurm_extra": lambda wildcards: placed.get((wildcards.bench, wildcards.bkey), "")}
@@ -313,10 +313,8 @@ class Runs:
             return {"slurm_extra": EXCLUSIVE}
 
         def extra(wildcards: Any) -> str:
-            c, record = self.campaigns[wildcards.campaign], getattr(wildcards, "record", None)
-            if record is None:  # a batch: never a fleet's
-                return EXCLUSIVE
-            return f"{EXCLUSIVE} {c.platform_of(c.by_path[record]).placement()}".strip()
+            c = self.campaigns[wildcards.campaign]
+            return f"{EXCLUSIVE} {c.platform_of(c.by_path[wildcards.record]).placement()}".strip()
 
         return {"slurm_extra": extra}
 

@@ -22,13 +22,11 @@ def lookup(url: str | None) -> RunTimes:
         file = sqlite_file(store_url)
         if file is not None and not file.exists():
             return None  # nothing recorded yet
-        from perfsnake.history.store import Store, StoreError
+        from perfsnake.history.store import Store
 
         try:
             return Store.open(store_url, create=False).run_time(campaign, socket.gethostname())
-        except (StoreError, OSError):
-            return None
-        except Exception:  # noqa: BLE001 - a store that cannot be read (a server down) is no measured time
+        except Exception:  # noqa: BLE001 - a store that cannot be read (missing, a server down) is no measured time
             return None
 
     return run_time

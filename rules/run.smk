@@ -41,9 +41,10 @@ rule run_batch:
     log:
         "results/{campaign}/logs/batches/{batch}.log",
     resources:
-        **INDEX.runs.placement(),
         bench_lock=1,
         runtime=INDEX.batches.runtime(),
+        # A batch is never a fleet's: on a Slurm cluster, its node to itself.
+        slurm_extra=planning.EXCLUSIVE,
     params:
         spec=batch_params,
     run:

@@ -124,7 +124,7 @@ def _fleet_records(data: dict, order: list[str], recs: list[dict], origin: str) 
             "and name the hosts in platform.hosts, or drop platform for Slurm nodes (profiles/slurm)",
         )
     # Without ssh the hosts are Slurm nodes; the workflow checks them against
-    # the cluster when it starts (perfsnake.platforms.slurm_nodes).
+    # the cluster when it starts (perfsnake.platforms.local.check_slurm_nodes).
     known = list(platform.get("hosts") or {}) if kind == "ssh" else hosts
     for i, name in enumerate(hosts):
         if name not in known:
