@@ -1113,12 +1113,16 @@ def _legal(size: int) -> bool:
 
 
 def test_cache_levels(bins):
-    """Structure, not this machine's numbers: every size timed once, each
-    level bigger and slower than the one before and faster than memory,
-    sizes 2^N or 1.5 x 2^N, an L1 between 8 KB and 1 MB."""
+    """Structure, not this machine's numbers: every size in three sweeps
+    (up, down, up) and summarised once, each level bigger and slower than
+    the one before and faster than memory, sizes 2^N or 1.5 x 2^N, an L1
+    between 8 KB and 1 MB (a burst of load once made a 1.5 KB "L1": the
+    sweeps and the confirmation of each step are there for it)."""
     out = run(bins, "cache", "-N", "3", "-M", "65536").stdout
     timed = [int(n) for n in re.findall(r"^# cache (\d+) bytes: [0-9.]+ ns, min [0-9.]+ ns$", out, re.M)]
     assert timed[:5] == [512, 640, 768, 896, 1024] and timed[-1] == 65536 * 1024 and timed == sorted(set(timed)), out
+    sweeps = re.findall(r"^# cache (\d+) bytes, sweep (\d):", out, re.M)
+    assert sweeps == [(str(n), s) for s, order in (("1", timed), ("2", timed[::-1]), ("3", timed)) for n in order]
     got = results(out)
     levels = int(got["cache.levels"][0])
     assert got["cache.levels"][1] == "levels" and 1 <= levels <= 4, out

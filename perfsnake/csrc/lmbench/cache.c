@@ -3,17 +3,23 @@
  * time per load of a pointer chain (one pointer per LINE bytes, default 64,
  * pages in a random order and a page's lines bit-reversed: memchain.h) over
  * lmbench's sizes, 512 bytes to MAX_KB (default 32 MB, lmbench's) in
- * quarter steps (512, 640, 768, 896, 1024, 1280, ...), each size timed.
+ * quarter steps (512, 640, 768, 896, 1024, 1280, ...), each size timed in
+ * each of three sweeps over the sizes (up, down, up).
  *
  * Detection, lmbench's idea (latency steps over sizes) in a form that
  * tolerates a gradual step (a physically indexed cache filled from random
  * pages starts missing before it is full) and a loaded machine:
- *  - each size's latency is its shortest interval's (a preempted interval
- *    is only longer; lmbench uses the median), each the median of it and
+ *  - each size's latency is its shortest interval's over the sweeps (a
+ *    preempted interval is only longer, and a burst of load that slowed
+ *    consecutive sizes in one sweep missed them in another; lmbench uses
+ *    the median of one sweep), each the median of it and
  *    its two neighbours, made non-decreasing;
  *  - a size is flat when the latency one doubling later is within 1.3 x
  *    its own; a run of at least 2 flat sizes is a plateau, whose latency is
  *    the median of its sizes within 1.15 x its lowest;
+ *  - each step found is confirmed: the five sizes past it are timed three
+ *    more times and the levels found again, until a round changes none
+ *    (at most four rounds; a step made by load goes, a cache's stays);
  *  - memory's latency is the largest size's (lmbench's; after the two
  *    steps above, so a last sample faster than the one before does not
  *    count), and the plateau that reaches it is memory's; each other
@@ -30,7 +36,8 @@
  * collide. Not scalable, as in lmbench.
  *
  * usage: cache [-W warmup_us] [-N repetitions] [-C calfile] [-L LINE] [-M MAX_KB]
- * Prints one comment line per size and per parallelism timed, then
+ * Prints one comment line per size and sweep and per parallelism timed,
+ * one per size with its sweeps' median and shortest intervals, then
  * "cache <ns> ns" (the largest size's median interval, as the other
  * programs' first line), "cache.min", "cache.levels <n> levels",
  * per level k = 1..n "cache.l<k>_bytes", "cache.l<k>_ns",
@@ -49,6 +56,9 @@
 #define SAME 1.15
 #define MAX_SIZES 128
 #define MAX_LEVELS 4 /* the catalog's metrics: l1_ to l4_ */
+#define PASSES 3
+#define ROUNDS 4 /* of confirmation */
+#define CONFIRM 3
 
 struct plateau {
 	int first, last; /* sample indices */
@@ -104,6 +114,55 @@ static double plateau_ns(const double *lat, int first, int last)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* One timing of `size` bytes: *median its median interval's time per load,
+ * *least the shortest seen so far (or this one's, when !seen). */
+static int time_size(struct chain *c, size_t size, size_t line, int warmup, int reps, const char *label,
+		     double *median, double *least, int seen)
+{
+	double shortest;
+
+	chain_lines(c, size, line, 1);
+	if (chain_time(c, 1, warmup, reps, label, median, &shortest))
+		return -1;
+	if (!seen || shortest < *least)
+		*least = shortest;
+	return 0;
+}
+
+/* The levels seen in the shortest intervals `least` (the rules above):
+ * fills lat, plateaus, levels and *memory; returns the number of levels. */
+static int find_levels(const double *least, int n, double *lat, struct plateau *plateaus, int *nplateaus,
+		       struct plateau **levels, double *memory)
+{
+	int nlevels = 0;
+
+	for (int i = 0; i < n; i++) {
+		lat[i] = i == 0 || i == n - 1 ? least[i] : median3(least[i - 1], least[i], least[i + 1]);
+		if (i > 0 && lat[i] < lat[i - 1])
+			lat[i] = lat[i - 1];
+	}
+	*memory = lat[n - 1];
+	*nplateaus = 0;
+	/* Plateaus: runs of flat sizes (the last four look at the largest size). */
+	for (int i = 0; i < n;) {
+		int j = i;
+
+		while (j < n && (j + 4 < n ? lat[j + 4] : lat[n - 1]) <= FLAT * lat[j])
+			j++;
+		if (j - i >= 2) {
+			plateaus[*nplateaus].first = i;
+			plateaus[*nplateaus].last = j - 1;
+			plateaus[*nplateaus].ns = plateau_ns(lat, i, j - 1);
+			(*nplateaus)++;
+		}
+		i = j > i ? j : i + 1;
+	}
+	for (int p = 0; p < *nplateaus && nlevels < MAX_LEVELS; p++)
+		if (plateaus[p].last < n - 1 && plateaus[p].ns <= 0.5 * *memory)
+			levels[nlevels++] = &plateaus[p];
+	return nlevels;
+}
+
 static int parallelism(struct chain *c, size_t len, size_t line, int warmup, int reps, double *best)
 {
 	char label[64];
@@ -116,11 +175,11 @@ static int parallelism(struct chain *c, size_t len, size_t line, int warmup, int
 
 int main(int argc, char **argv)
 {
-	int first, warmup = 0, reps = TRIES, n = 0, nplateaus = 0, nlevels = 0;
+	int first, warmup = 0, reps = TRIES, n = 0, nplateaus = 0, nlevels;
 	long line = 64, max_kb = 32 * 1024;
 	struct chain c = { 0 };
 	size_t sizes[MAX_SIZES], len;
-	double raw[MAX_SIZES], least[MAX_SIZES], lat[MAX_SIZES], memory, memory_par;
+	double raw[MAX_SIZES], medians[MAX_SIZES][PASSES], least[MAX_SIZES], lat[MAX_SIZES], memory, memory_par;
 	struct plateau plateaus[MAX_SIZES], *levels[MAX_LEVELS];
 	char label[64], name[64];
 
@@ -137,35 +196,50 @@ int main(int argc, char **argv)
 		for (int k = 0; k < 4 && size <= len && n < MAX_SIZES; k++, size += step)
 			if (size >= 2 * (size_t)line)
 				sizes[n++] = size;
-	for (int i = 0; i < n; i++) {
-		chain_lines(&c, sizes[i], (size_t)line, 1);
-		snprintf(label, sizeof(label), "cache %zu bytes:", sizes[i]);
-		if (chain_time(&c, 1, warmup, reps, label, &raw[i], &least[i]))
-			return 1;
-	}
-	for (int i = 0; i < n; i++) {
-		lat[i] = i == 0 || i == n - 1 ? least[i] : median3(least[i - 1], least[i], least[i + 1]);
-		if (i > 0 && lat[i] < lat[i - 1])
-			lat[i] = lat[i - 1];
-	}
-	memory = lat[n - 1];
-	/* Plateaus: runs of flat sizes (the last four look at the largest size). */
-	for (int i = 0; i < n;) {
-		int j = i;
+	/* PASSES sweeps, alternately up and down: a burst of load on the machine
+	 * (on a VM, another vCPU on the same core doubles even L1's latency)
+	 * slows a run of consecutive sizes, which one sweep would take for a
+	 * step; a size's shortest interval over the sweeps is past the burst. */
+	for (int pass = 0; pass < PASSES; pass++)
+		for (int k = 0; k < n; k++) {
+			int i = pass % 2 ? n - 1 - k : k;
 
-		while (j < n && (j + 4 < n ? lat[j + 4] : lat[n - 1]) <= FLAT * lat[j])
-			j++;
-		if (j - i >= 2) {
-			plateaus[nplateaus].first = i;
-			plateaus[nplateaus].last = j - 1;
-			plateaus[nplateaus].ns = plateau_ns(lat, i, j - 1);
-			nplateaus++;
+			snprintf(label, sizeof(label), "cache %zu bytes, sweep %d:", sizes[i], pass + 1);
+			if (time_size(&c, sizes[i], (size_t)line, warmup, reps, label, &medians[i][pass], &least[i], pass))
+				return 1;
 		}
-		i = j > i ? j : i + 1;
+	/* A burst can outlast the sweeps at a few sizes: each step found is
+	 * confirmed by timing the sizes just past it again (CONFIRM times,
+	 * interleaved), until a round leaves the levels as they were. */
+	nlevels = find_levels(least, n, lat, plateaus, &nplateaus, levels, &memory);
+	for (int round = 1; round <= ROUNDS; round++) {
+		int again[MAX_SIZES] = { 0 }, before[MAX_LEVELS], nbefore = nlevels, same;
+
+		for (int k = 0; k < nlevels; k++) {
+			before[k] = levels[k]->last;
+			for (int i = levels[k]->last + 1; i <= levels[k]->last + 5 && i < n; i++)
+				again[i] = 1;
+		}
+		for (int t = 0; t < CONFIRM; t++)
+			for (int i = 0; i < n; i++) {
+				double median;
+
+				snprintf(label, sizeof(label), "cache %zu bytes, confirm %d:", sizes[i], round);
+				if (again[i] && time_size(&c, sizes[i], (size_t)line, warmup, reps, label, &median, &least[i], 1))
+					return 1;
+			}
+		nlevels = find_levels(least, n, lat, plateaus, &nplateaus, levels, &memory);
+		same = nlevels == nbefore;
+		for (int k = 0; same && k < nlevels; k++)
+			same = levels[k]->last == before[k];
+		if (same)
+			break;
 	}
-	for (int p = 0; p < nplateaus && nlevels < MAX_LEVELS; p++)
-		if (plateaus[p].last < n - 1 && plateaus[p].ns <= 0.5 * memory)
-			levels[nlevels++] = &plateaus[p];
+	for (int i = 0; i < n; i++) {
+		qsort(medians[i], PASSES, sizeof(medians[i][0]), by_value);
+		raw[i] = medians[i][PASSES / 2];
+		printf("# cache %zu bytes: %.4f ns, min %.4f ns\n", sizes[i], raw[i], least[i]);
+	}
 	printf("# cache %d sizes, %d plateaus, memory %.4f ns\n", n, nplateaus, memory);
 	result_line("cache", raw[n - 1], "ns");
 	result_line("cache.min", least[n - 1], "ns");
