@@ -476,3 +476,157 @@ def test_status_fsync_can_be_left_to_the_caller(psrun, tmp_path, no_fsync):
     if strace:
         synced = "fsync(" in (tmp_path / "trace").read_text()
         assert synced == (not no_fsync)
+
+
+# ---- --serve: one launcher for a batch's runs (issue 35) ----------------------
+
+
+def serve(psrun):
+    """A serving psrun and our end of its request socket."""
+    import socket
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    proc = subprocess.Popen([str(psrun), "--serve"], stdin=theirs.fileno(), stderr=subprocess.PIPE, text=True)
+    theirs.close()
+    return proc, ours
+
+
+def request(sock, run_dir, *cmd, timeout=None, fd=None):
+    import socket
+
+    fields = ["-" if timeout is None else str(timeout), str(run_dir), *cmd]
+    socket.send_fds(sock, [b"\0".join(os.fsencode(f) for f in fields) + b"\0"], [] if fd is None else [fd])
+
+
+def state_copy(run_dir: Path) -> str:
+    """Shell: keep the launcher's state file as the benchmark sees it."""
+    return f"cp {run_dir}/.psrun.state {run_dir}/state.copy"
+
+
+def test_serve_runs_each_request_as_the_single_launcher_does(psrun, tmp_path):
+    proc, sock = serve(psrun)
+    runs = {name: tmp_path / name for name in ("ok", "failed", "timeout", "after")}
+    for d in runs.values():
+        d.mkdir()
+    request(sock, runs["ok"], "/bin/sh", "-c", f"{state_copy(runs['ok'])}; echo out; echo err >&2")
+    assert sock.recv(16) == b"0"
+    request(sock, runs["failed"], "/bin/sh", "-c", f"{state_copy(runs['failed'])}; exit 3")
+    assert sock.recv(16) == b"0"
+    request(sock, runs["timeout"], "/bin/sh", "-c", "exec sleep 60", timeout=0.3)
+    assert sock.recv(16) == b"0"
+    # After a time-out's stop, the next run is watched as the first was.
+    request(sock, runs["after"], "/bin/sh", "-c", state_copy(runs["after"]))
+    assert sock.recv(16) == b"0"
+    sock.close()
+    assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    got = {name: status(d) for name, d in runs.items()}
+    assert [got[n]["status"] for n in runs] == ["ok", "failed", "timeout", "ok"]
+    assert got["failed"]["exit_code"] == 3
+    assert (runs["ok"] / "stdout.txt").read_text() == "out\n" and (runs["ok"] / "stderr.txt").read_text() == "err\n"
+    # One psrun and one guardian served them all; nothing of either is left.
+    states = [dict(line.split(" ", 1) for line in (runs[n] / "state.copy").read_text().splitlines())
+              for n in ("ok", "failed", "after")]  # fmt: skip
+    assert {s["pid"] for s in states} == {str(proc.pid)} and len({s["guardian"] for s in states}) == 1
+    assert not alive(int(states[0]["guardian"]))
+    assert not any((d / ".psrun.state").exists() for d in runs.values())
+
+
+def test_serve_contains_each_run(psrun, tmp_path, containment):
+    proc, sock = serve(psrun)
+    for k in range(2):
+        run_dir = tmp_path / f"r{k}"
+        run_dir.mkdir()
+        request(sock, run_dir, "/bin/sh", "-c", f"setsid sh -c 'echo $$ > {run_dir}/gc.pid; exec sleep 1000' & "
+                                                f"{until_written(run_dir / 'gc.pid')}")  # fmt: skip
+        assert sock.recv(16) == b"0"
+        assert status(run_dir)["leftovers_killed"] >= 1
+        assert_gone(read_pid(run_dir / "gc.pid"))
+        assert status(run_dir)["containment"].startswith("cgroup2:" if containment == "cgroup" else "subreaper")
+    sock.close()
+    assert proc.wait(timeout=60) == 0
+
+
+def test_serve_holds_each_run_lock_until_it_is_recorded(psrun, tmp_path):
+    import fcntl
+
+    lock = tmp_path / "bench.lock"
+    proc, sock = serve(psrun)
+    other = os.open(lock, os.O_RDWR | os.O_CREAT)
+    for k in range(2):
+        run_dir = tmp_path / f"r{k}"
+        run_dir.mkdir()
+        fd = os.open(lock, os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        request(sock, run_dir, "/bin/sh", "-c", f"cd {run_dir}; ls -l /proc/$$/fd > fds; echo $$ > pid; "
+                                                f"{until_written(run_dir / 'go')}", fd=fd)  # fmt: skip
+        os.close(fd)  # the caller's copy: psrun's and its guardian's keep the lock
+        read_pid(run_dir / "pid")
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        (run_dir / "go").write_text("1")
+        assert sock.recv(16) == b"0"
+        # Recorded: free at once (the guardian gave it up before the answer).
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(other, fcntl.LOCK_UN)
+        assert "bench.lock" not in (run_dir / "fds").read_text()  # the benchmark does not hold it
+    sock.close()
+    assert proc.wait(timeout=60) == 0
+    os.close(other)
+
+
+def test_serve_guardian_ends_the_run_of_a_launcher_killed_outright(psrun, tmp_path, containment):
+    import fcntl
+
+    lock = tmp_path / "bench.lock"
+    proc, sock = serve(psrun)
+    first = tmp_path / "first"
+    first.mkdir()
+    request(sock, first, "/bin/true")
+    assert sock.recv(16) == b"0"
+    run_dir = tmp_path / "second"
+    run_dir.mkdir()
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    script = f"cd {run_dir}; setsid sh -c 'echo $$ > {run_dir}/gc.pid; exec sleep 1000' & echo $$ > pid; exec sleep 1000"
+    request(sock, run_dir, "/bin/sh", "-c", script, fd=fd)
+    os.close(fd)
+    bench, grandchild = read_pid(run_dir / "pid"), read_pid(run_dir / "gc.pid")
+    guardian = guardian_of(run_dir)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for pid in (bench, grandchild, guardian):
+        assert_gone(pid)
+    assert sock.recv(16) == b""  # no answer: the run is not recorded
+    assert not (run_dir / "status.json").exists()
+    other = os.open(lock, os.O_RDWR)
+    fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the guardian released it as it left
+    os.close(other)
+
+
+def test_serve_aborted_run_ends_the_launcher_and_a_new_one_serves_on(psrun, tmp_path):
+    from perfsnake.platforms.local import LaunchServer
+
+    server = LaunchServer([str(psrun), "--serve"])
+    try:
+        a, b = tmp_path / "a", tmp_path / "b"
+        a.mkdir()
+        b.mkdir()
+        # SIGTERM to the launcher (as the daemon watcher sends): the run is aborted, unrecorded.
+        stop = f"kill -TERM $(sed -n 's/^pid //p' {a}/.psrun.state); exec sleep 60"
+        code = server.run(a, None, ["/bin/sh", "-c", stop])
+        assert code == 128 + signal.SIGTERM and not (a / "status.json").exists()
+        assert server.run(b, None, ["/bin/sh", "-c", "echo again"]) == 0
+        assert status(b)["status"] == "ok" and (b / "stdout.txt").read_text() == "again\n"
+    finally:
+        server.close()
+
+
+def test_serve_refuses_a_bad_request_and_bad_options(psrun, tmp_path):
+    proc, sock = serve(psrun)
+    request(sock, tmp_path)  # no program
+    assert sock.recv(16) == b""
+    assert proc.wait(timeout=60) == 2
+    assert proc.stderr.read() == "psrun: --serve: a request needs TIMEOUT, RUN_DIR and PROG\n"
+    for extra in (["--dir", str(tmp_path)], ["--", "/bin/true"], ["--timeout", "1"]):
+        bad = subprocess.run([str(psrun), "--serve", *extra], capture_output=True, text=True, check=False)
+        assert bad.returncode == 2 and bad.stderr.startswith("usage: psrun"), extra

@@ -295,3 +295,55 @@ def test_a_launcher_that_records_its_run_after_the_kill_is_waited_for(tmp_path):
                 p.kill()
                 p.wait()
         go.touch()  # nothing of this test outlives it
+
+
+@pytest.mark.skipif(
+    not os.access(cgroup2_mount() or "/nonexistent", os.W_OK),
+    reason="needs a writable cgroup v2 (the freezer holds the launcher deterministically)",
+)
+def test_a_batchs_serving_launcher_that_records_its_run_after_the_kill_is_waited_for(tmp_path):
+    # The same window for a batch (one `psrun --serve` for both runs): the
+    # benchmark of x-1 ended, its launcher has not recorded it when the
+    # workflow dies; the resume's batch job waits for it and keeps the run.
+    go = tmp_path / "go"
+    camp = campaign(
+        tmp_path,
+        f"echo $$ > bench.pid; echo value={{x}}; if [ {{x}} = 1 ]; then while [ ! -e {go} ]; do sleep 0.05; done; fi",
+    )
+    camp.write_text(camp.read_text() + "batch: 2\n")
+    proc = subprocess.Popen(argv(camp), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    run_dir = tmp_path / KEY.rsplit("/", 1)[0]
+    resume: subprocess.Popen | None = None
+    try:
+        wait_for(lambda: (run_dir / "bench.pid").exists() and (run_dir / ".psrun.state").exists(), "x-1 to start")
+        state = dict(line.split(" ", 1) for line in (run_dir / ".psrun.state").read_text().splitlines())
+        launcher, bench = int(state["pid"]), int((run_dir / "bench.pid").read_text())
+        assert b"--serve" in Path(f"/proc/{launcher}/cmdline").read_bytes()
+        with frozen(launcher) as thaw:
+            go.touch()
+            wait_for(lambda: state_of(bench) in ("Z", "gone"), "the benchmark to end")
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            assert not (tmp_path / KEY).exists()
+            assert snakemake(tmp_path, camp, "--unlock", "all").returncode == 0
+            err = tmp_path / "resume.err"
+            with err.open("w") as sink:
+                resume = subprocess.Popen([*argv(camp, "--rerun-incomplete")], cwd=tmp_path, stdout=sink,
+                                          stderr=subprocess.STDOUT)  # fmt: skip
+            wait_for(lambda: "waiting for the launcher of" in err.read_text(), "the batch to wait for the launcher")
+            assert resume.poll() is None and not (tmp_path / KEY).exists()
+            thaw()
+            assert resume.wait(timeout=300) == 0, err.read_text()[-3000:]
+        said = err.read_text()
+        assert f"[perfsnake] resume: waiting for the launcher of {run_dir} (pid {launcher})" in said, said
+        # x-1 ran once (its benchmark's pid is the first attempt's), x-2 once.
+        assert int((run_dir / "bench.pid").read_text()) == bench
+        assert json.loads((tmp_path / KEY).read_text())["status"] == "ok"
+        assert {k: v["status"] for k, v in statuses(tmp_path, "p").items()} == {"x-1/run-1": "ok", "x-2/run-1": "ok"}
+    finally:
+        for p in (proc, resume):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        go.touch()

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from perfsnake import layout
 from perfsnake.errors import CampaignError
-from perfsnake.hostlock import launcher_args
+from perfsnake.hostlock import held_fd, launcher_args
 from perfsnake.platforms.base import PlatformError, command_output, write_command
 
 
@@ -60,6 +63,13 @@ class Local:
                params: Mapping[str, object] | None = None) -> int:  # fmt: skip
         self._check_node()
         cmd_file = write_command(run_dir, script)
+        servers = getattr(_serving, "servers", None)
+        if servers is not None and not self.durable_status:
+            # A batch's run: one psrun serves them all (see LaunchServer).
+            launcher = str(workdir / self.launcher)
+            if launcher not in servers:
+                servers[launcher] = LaunchServer([launcher, "--serve", "--no-fsync"])
+            return servers[launcher].run(run_dir, timeout_s, [str(cmd_file)])
         lock_args, lock_fds = launcher_args()  # psrun holds the host lock too
         argv = [*self.launcher_argv(workdir, run_dir, timeout_s), *lock_args, "--", str(cmd_file)]
         return subprocess.run(argv, pass_fds=lock_fds, check=False).returncode
@@ -86,6 +96,74 @@ class Local:
 
     def own_lock(self, workdir: Path) -> bool:
         return False  # the run is this machine's
+
+
+_serving = threading.local()
+
+
+class LaunchServer:
+    """One `psrun --serve` for a batch's runs: psrun's own start, its
+    sentinel and its guardian are paid once per batch instead of once per run
+    (each run still gets its own cgroup, status.json and sweep). Requests go
+    over a SOCK_SEQPACKET socket, the host lock's descriptor attached to each.
+    A psrun that ended (an aborted run, a setup error) is started again for
+    the next run."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.sock: socket.socket | None = None
+
+    def _start(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with theirs:
+            self.proc = subprocess.Popen(self.argv, stdin=theirs.fileno())
+        self.sock = ours
+
+    def _ended(self) -> int:
+        """psrun's exit status, once it is gone (its socket closed)."""
+        assert self.proc is not None and self.sock is not None
+        self.sock.close()
+        code = self.proc.wait()
+        self.proc = self.sock = None
+        return code
+
+    def run(self, run_dir: Path, timeout_s: float | None, argv: list[str]) -> int:
+        """One run; 0 once recorded, else what the single launcher would exit with."""
+        if self.proc is not None and self.proc.poll() is not None:
+            self._ended()
+        if self.proc is None:
+            self._start()
+        assert self.sock is not None
+        fields = [repr(float(timeout_s)) if timeout_s else "-", str(run_dir), *argv]
+        lock = held_fd()
+        try:
+            socket.send_fds(self.sock, [b"\0".join(os.fsencode(f) for f in fields) + b"\0"],
+                            [lock] if lock is not None else [])  # fmt: skip
+            reply = self.sock.recv(16)
+        except OSError:
+            reply = b""
+        return int(reply) if reply else self._ended()
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self._ended()
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[None]:
+    """Within it, this thread's batched local runs share one psrun (see LaunchServer)."""
+    if getattr(_serving, "servers", None) is not None:
+        yield
+        return
+    servers: dict[str, LaunchServer] = {}
+    _serving.servers = servers
+    try:
+        yield
+    finally:
+        _serving.servers = None
+        for server in servers.values():
+            server.close()
 
 
 def check_slurm_nodes(origin: str, nodes: Sequence[str], executor: str | None) -> list[str]:

@@ -31,6 +31,7 @@ from perfsnake.hostlock import host_lock
 from perfsnake.instruments.base import Context
 from perfsnake.machine import state as machine_state
 from perfsnake.platforms import Local
+from perfsnake.platforms import local as local_platform
 from perfsnake.stages import layout_builds, servers
 
 if TYPE_CHECKING:
@@ -545,25 +546,9 @@ def _finished_under(rdir: Path, stamp: str) -> bool:
     return _recorded(status)
 
 
-def execute_batch(index: CampaignIndex, name: str, round_number: int, k: int,
-                  added: dict[str, list[int]] | None, marker: str, log_file: str) -> None:  # fmt: skip
-    """A batch job: each of its runs that has not finished under its current
-    spec runs (execute_run: its own host lock, hooks, progress line), in the
-    campaign's order; finished ones are kept. A run whose launcher aborts
-    does not stop the others; the job then fails (no marker), so the next
-    invocation runs only what is missing. The marker lists the batch's runs."""
-    workdir = Path.cwd()
-    runs = index.batches.runs_of(name, round_number, k, added)
-    kept: list[str] = []
-    measured: list[str] = []
-    aborted: list[str] = []
-    # `batch: auto`'s choice stays this results directory's (Batches._auto_size).
-    size_file = layout.here(layout.batch_size(name), workdir)
-    if index.batches.reason(name) and not size_file.exists():
-        size_file.parent.mkdir(parents=True, exist_ok=True)
-        safefile.write_text(size_file, json.dumps({"size": index.batches.size(name),
-                                                   "reason": index.batches.reason(name)}) + "\n")  # fmt: skip
-    stamps: dict[str, str] = {}  # a record's runs share their spec and builds: hashed once per batch
+def _execute_runs(index: CampaignIndex, name: str, runs: list[tuple[str, int]], stamps: dict[str, str],
+                  workdir: Path, kept: list[str], measured: list[str], aborted: list[str]) -> None:  # fmt: skip
+    """A batch's runs, one after the other: kept, measured or aborted."""
     for record_path, run in runs:
         rdir = layout.here(layout.run_dir(name, record_path, run), workdir)
         if record_path not in stamps:
@@ -587,6 +572,29 @@ def execute_batch(index: CampaignIndex, name: str, round_number: int, k: int,
                 {"kind": "failed", "campaign": name, "label": label}, logging.WARNING)  # fmt: skip
             continue
         measured.append(label)
+
+
+def execute_batch(index: CampaignIndex, name: str, round_number: int, k: int,
+                  added: dict[str, list[int]] | None, marker: str, log_file: str) -> None:  # fmt: skip
+    """A batch job: each of its runs that has not finished under its current
+    spec runs (execute_run: its own host lock, hooks, progress line), in the
+    campaign's order; finished ones are kept. A run whose launcher aborts
+    does not stop the others; the job then fails (no marker), so the next
+    invocation runs only what is missing. The marker lists the batch's runs."""
+    workdir = Path.cwd()
+    runs = index.batches.runs_of(name, round_number, k, added)
+    kept: list[str] = []
+    measured: list[str] = []
+    aborted: list[str] = []
+    # `batch: auto`'s choice stays this results directory's (Batches._auto_size).
+    size_file = layout.here(layout.batch_size(name), workdir)
+    if index.batches.reason(name) and not size_file.exists():
+        size_file.parent.mkdir(parents=True, exist_ok=True)
+        safefile.write_text(size_file, json.dumps({"size": index.batches.size(name),
+                                                   "reason": index.batches.reason(name)}) + "\n")  # fmt: skip
+    stamps: dict[str, str] = {}  # a record's runs share their spec and builds: hashed once per batch
+    with local_platform.serving():  # one launcher for the batch's local runs
+        _execute_runs(index, name, runs, stamps, workdir, kept, measured, aborted)
     # The runs' status.json (renamed into place without an fsync each) on
     # disk before the marker says the batch is done.
     if measured or aborted:
@@ -778,13 +786,15 @@ def _recorded(status: Path) -> bool:
 def _live_launcher(run_dir: Path) -> int | None:
     """The pid of the run's launcher while it still runs: its state file
     names it, and that process is a psrun working on this run directory (a
-    reused pid is not)."""
+    reused pid is not), or a batch's serving psrun (whose runs only the state
+    file names: a pid reused by another batch's makes the wait longer, no
+    more)."""
     try:
         lines = (run_dir / LAUNCHER_STATE).read_text().splitlines()
         pid = int(next(line.split()[1] for line in lines if line.startswith("pid ")))
         args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        target = os.fsdecode(args[args.index(b"--dir") + 1])
+        target = str(run_dir) if b"--serve" in args else os.fsdecode(args[args.index(b"--dir") + 1])
     except (OSError, ValueError, IndexError, StopIteration):
         return None
     if state == "Z" or b"psrun" not in args[0] or os.path.realpath(target) != os.path.realpath(run_dir):

@@ -30,7 +30,19 @@
  * run directory.
  *
  * usage: psrun --dir RUN_DIR [--timeout SEC] [--grace SEC] [--watch-stdin]
- *              [--lock-fd FD] -- PROG [ARG...]
+ *              [--lock-fd FD] [--no-fsync] -- PROG [ARG...]
+ *        psrun --serve [--grace SEC] [--no-fsync]
+ *
+ * --serve: one launcher for a batch's runs. Standard input is a Unix
+ * SOCK_SEQPACKET socket; each message is a run ("TIMEOUT\0RUN_DIR\0PROG\0
+ * ARG\0...", TIMEOUT "-" for none, the host lock's descriptor attached as
+ * SCM_RIGHTS when there is one), run as the single form runs it (its own
+ * cgroup, status.json, the state file, the sweep of an earlier attempt),
+ * answered by one message, "0" once it is recorded. The sentinel, the
+ * guardian and psrun's own start are paid once per batch instead of once
+ * per run. End of file: psrun exits 0. An aborted run (signal, dead
+ * parent) ends psrun as it ends the single form (no answer; exit 128+N);
+ * a setup error exits 2: the caller starts a new one for the next run.
  *
  * --watch-stdin: end-of-file on psrun's standard input aborts the run like a
  * dead parent. Across ssh or a container engine the parent is not the
@@ -62,6 +74,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -210,17 +223,26 @@ static int each_process(int (*fn)(pid_t, const struct proc_info *, void *),
 	return n;
 }
 
+/* The sentinel's wait status once reaped (-1: alive); see sentinel_signal. */
+static int sentinel_status = -1;
+static pid_t sentinel_pid = -1; /* see start_sentinel */
+
 static void reap_all(void)
 {
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	pid_t pid;
+	int st;
+
+	/* Serving, the sentinel outlives runs: its death is kept for the next. */
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+		if (pid == sentinel_pid)
+			sentinel_status = st;
 }
 
 /* ---- containment -------------------------------------------------------- */
 
-static pid_t sentinel_pid = -1;   /* see start_sentinel */
 static pid_t guardian_pid = -1;   /* see start_guardian */
 static int guardian_fd = -1;     /* psrun's end of the guardian's pipe */
+static int serving;              /* --serve: one psrun, one guardian, many runs */
 static int use_cgroup;           /* run cgroup created and used */
 static char cg_path[4096];       /* the run's cgroup directory */
 static char containment[4200] = "subreaper";
@@ -644,6 +666,135 @@ static void guardian_release(void)
 		waitpid(guardian_pid, NULL, 0);
 }
 
+/* --serve's guardian, started once: a socket instead of a pipe. psrun
+ * sends "r" RUN_DIR "\0" CGROUP "\0" (with the run's lock descriptor) as a
+ * run starts, "i" once nothing of it is left, "d" when psrun is done. End of
+ * file in a run (psrun killed outright) clears that run, as the single
+ * form's guardian does, then it exits, releasing the lock. It answers "i"
+ * with "k" once it has closed the lock: the caller, told the run is
+ * recorded, takes the lock again for its next run and must find it free. */
+/* A NUL-terminated field into `out`, or "" when it does not fit. */
+static void copy_field(char *out, size_t size, const char *field)
+{
+	size_t len = strnlen(field, size);
+
+	if (len >= size)
+		len = 0;
+	memcpy(out, field, len);
+	out[len] = 0;
+}
+
+static void guardian_serve_loop(int sock)
+{
+	char buf[8400], dir[4096] = "", cg[4096] = "";
+	char control[CMSG_SPACE(sizeof(int))];
+	int lock = -1;
+
+	for (;;) {
+		struct iovec iov = { buf, sizeof(buf) - 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+				      .msg_control = control,
+				      .msg_controllen = sizeof(control) };
+		struct cmsghdr *cm;
+		ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		buf[n] = 0;
+		cm = CMSG_FIRSTHDR(&msg);
+		if (buf[0] == 'd')
+			_exit(0);
+		if (lock >= 0)
+			close(lock);
+		lock = -1;
+		dir[0] = cg[0] = 0;
+		if (buf[0] != 'r') {
+			/* "i": idle between two runs; the lock is no longer held here */
+			if (send(sock, "k", 1, MSG_NOSIGNAL) != 1)
+				_exit(0);
+			continue;
+		}
+		if (cm && cm->cmsg_type == SCM_RIGHTS)
+			memcpy(&lock, CMSG_DATA(cm), sizeof(int));
+		copy_field(dir, sizeof(dir), buf + 1);
+		copy_field(cg, sizeof(cg), buf + 2 + strlen(buf + 1));
+	}
+	if (cg[0])
+		cg_destroy(cg);
+	if (dir[0])
+		sweep_dir(dir);
+	_exit(0);
+}
+
+static void start_guardian_serving(void)
+{
+	int fds[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds))
+		die("socketpair");
+	guardian_pid = fork();
+	if (guardian_pid < 0)
+		die("fork");
+	if (guardian_pid == 0) {
+		setsid();
+		signal(SIGINT, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGQUIT, SIG_IGN);
+		close_all_but(fds[1], -1);
+		guardian_serve_loop(fds[1]);
+	}
+	close(fds[1]);
+	guardian_fd = fds[0];
+}
+
+/* Tells the serving guardian which run to clear should psrun die, with the
+ * run's lock (NULL dir: the run is over, nothing of it is left). */
+static void guardian_tell(const char *dir, int lock_fd)
+{
+	char buf[8400], control[CMSG_SPACE(sizeof(int))];
+	size_t len = 1;
+	struct iovec iov = { buf, 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (guardian_fd < 0)
+		return;
+	buf[0] = dir ? 'r' : 'i';
+	if (dir)
+		len += (size_t)snprintf(buf + 1, sizeof(buf) - 1, "%s%c%s", dir, 0,
+					use_cgroup ? cg_path : "") + 1;
+	iov.iov_len = len;
+	if (dir && lock_fd >= 0) {
+		memset(control, 0, sizeof(control));
+		msg.msg_control = control;
+		msg.msg_controllen = sizeof(control);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &lock_fd, sizeof(int));
+	}
+	/* A guardian gone meanwhile: MSG_NOSIGNAL, no SIGPIPE for psrun. */
+	if (sendmsg(guardian_fd, &msg, MSG_NOSIGNAL) < 0) {
+		close(guardian_fd);
+		guardian_fd = -1;
+	}
+}
+
+/* The serving guardian's "k" for the last "i": it holds the run's lock no more. */
+static void guardian_idle(void)
+{
+	char c;
+
+	if (guardian_fd >= 0 && recv(guardian_fd, &c, 1, 0) != 1) {
+		close(guardian_fd);
+		guardian_fd = -1;
+	}
+}
+
 /* Marks the run as started (for the next attempt's sweep) and says how it is
  * contained (read by the daemon hook). */
 static void write_state(const char *dir)
@@ -764,11 +915,12 @@ static int stdin_closed(void)
 /* The sentinel's death: the caller's process group was signalled. */
 static int sentinel_signal(void)
 {
-	int st;
+	int st = sentinel_status;
 
-	if (sentinel <= 0 || waitpid(sentinel, &st, WNOHANG) != sentinel)
+	if (sentinel <= 0 || (st == -1 && waitpid(sentinel, &st, WNOHANG) != sentinel))
 		return 0;
 	sentinel = -1;
+	sentinel_status = st;
 	return WIFSIGNALED(st) ? WTERMSIG(st) : SIGHUP;
 }
 
@@ -963,17 +1115,184 @@ static void write_status(const char *dir, const char *status, int exit_code,
 		die(path);
 }
 
+/* One run: what an interrupted attempt left goes, the benchmark runs in its
+ * own cgroup (or under psrun as subreaper), status.json is written. Returns
+ * 0 when the run was recorded, 128+N when aborted by signal N (nothing
+ * recorded). `old`: the signal mask the benchmark gets. */
+static int run_one(const char *dir, double timeout, double grace, int lock_fd,
+		   char *const *argv, pid_t parent, const sigset_t *old)
+{
+	struct timespec t0, t1, w0, w1;
+	struct rusage ru;
+	int out, err, in, wstatus = 0, r, exit_code, signo = 0, cgfd, leftovers;
+	const char *status = "ok";
+	pid_t pid;
+
+	use_cgroup = 0;
+	stopping = 0;
+	snprintf(containment, sizeof(containment), "subreaper");
+	/* What an interrupted attempt of this run left behind goes first. */
+	sweep_previous(dir);
+	cgfd = setup_cgroup(dir);
+	use_cgroup = cgfd >= 0;
+	if (use_cgroup)
+		snprintf(containment, sizeof(containment), "cgroup2:%s", cg_path);
+	if (serving)
+		guardian_tell(dir, lock_fd);
+	else
+		start_guardian(dir, lock_fd);
+	write_state(dir);
+	out = open_out(dir, "stdout.txt");
+	err = open_out(dir, "stderr.txt");
+	in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		die("/dev/null");
+	memset(&ru, 0, sizeof(ru));
+	sentinel_settled();
+
+	clock_gettime(CLOCK_REALTIME, &w0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid = fork_contained(cgfd);
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		/* Own process group, so a time-out can stop every descendant. */
+		setpgid(0, 0);
+		sigprocmask(SIG_SETMASK, old, NULL);
+		if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+			_exit(126);
+		execv(argv[0], argv);
+		dprintf(2, "psrun: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid); /* also from the parent: no race with kill(-pid) */
+	r = wait_child(pid, parent, timeout, &wstatus, &ru);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	clock_gettime(CLOCK_REALTIME, &w1);
+	close(in);
+	close(out);
+	close(err);
+	if (!use_cgroup) /* clone3 refused the cgroup */
+		snprintf(containment, sizeof(containment), "subreaper");
+
+	if (r < 0) {
+		/* Aborted from outside: stop the run and leave no status file.
+		 * A dead workflow gets no long grace: nothing may outlive it. */
+		stop_group(pid, r == -SIGTERM ? grace : (grace < 0.5 ? grace : 0.5),
+			   &wstatus, &ru);
+		end_contained();
+		if (cgfd >= 0)
+			close(cgfd);
+		clear_state(dir);
+		guardian_release();
+		fprintf(stderr, "psrun: aborted by signal %d\n", -r);
+		return 128 - r;
+	}
+	if (r == 0) {
+		stop_group(pid, grace, &wstatus, &ru);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		clock_gettime(CLOCK_REALTIME, &w1);
+		status = "timeout";
+	}
+	/* Descendants left behind by the benchmark must not outlive the run. */
+	kill(-pid, SIGKILL);
+	leftovers = end_contained();
+	if (cgfd >= 0)
+		close(cgfd);
+	/* Nothing of the run is left: the guardian may go (it exits while
+	 * status.json is written; guardian_release then reaps it), or, serving,
+	 * forget the run and its lock. */
+	if (serving)
+		guardian_tell(NULL, -1);
+	else
+		guardian_let_go();
+
+	if (WIFSIGNALED(wstatus)) {
+		signo = WTERMSIG(wstatus);
+		exit_code = 128 + signo;
+	} else {
+		exit_code = WEXITSTATUS(wstatus);
+	}
+	if (r == 1)
+		status = exit_code == 0 ? "ok" : "failed";
+	write_status(dir, status, exit_code, signo, &t0, &t1, &w0, &w1, &ru,
+		     leftovers);
+	clear_state(dir);
+	if (serving)
+		guardian_idle(); /* asked before status.json was written */
+	else
+		guardian_release();
+	return 0;
+}
+
+#define MAX_ARGS 256
+
+/* --serve: runs one request after another until end of file (0), an
+ * aborted run (128+N) or a bad request (2). */
+static int serve(double grace, pid_t parent, const sigset_t *old)
+{
+	static char buf[65536];
+	char control[CMSG_SPACE(sizeof(int))], *fields[MAX_ARGS + 3], *end, *p;
+	int rc;
+
+	start_guardian_serving();
+	for (;;) {
+		struct iovec iov = { buf, sizeof(buf) - 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+				      .msg_control = control,
+				      .msg_controllen = sizeof(control) };
+		struct cmsghdr *cm;
+		ssize_t n;
+		int nf = 0, lock_fd = -1;
+		double timeout;
+
+		n = recvmsg(0, &msg, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			guardian_release();
+			return 0;
+		}
+		cm = CMSG_FIRSTHDR(&msg);
+		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			memcpy(&lock_fd, CMSG_DATA(cm), sizeof(int));
+		buf[n] = 0;
+		/* TIMEOUT \0 RUN_DIR \0 PROG \0 ARG \0 ...: NUL-separated fields. */
+		for (p = buf, end = buf + n; p < end && nf < MAX_ARGS + 2; p += strlen(p) + 1)
+			fields[nf++] = p;
+		fields[nf] = NULL;
+		if (nf < 3 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || !fields[1][0]) {
+			fprintf(stderr, "psrun: --serve: a request needs TIMEOUT, RUN_DIR and PROG\n");
+			guardian_release();
+			return 2;
+		}
+		timeout = strcmp(fields[0], "-") ? atof(fields[0]) : -1;
+		/* The caller's process group was signalled between two runs (a
+		 * time-out's stop_group stopped watching the sentinel: again). */
+		sentinel = sentinel_pid;
+		if (sentinel_signal()) {
+			guardian_release();
+			return 128 + SIGHUP;
+		}
+		rc = run_one(fields[1], timeout, grace, lock_fd, &fields[2], parent, old);
+		if (lock_fd >= 0)
+			close(lock_fd);
+		if (rc)
+			return rc;
+		if (send(0, "0", 1, MSG_NOSIGNAL) != 1) {
+			guardian_release();
+			return 0; /* the caller is gone, after a recorded run */
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = NULL;
 	double timeout = -1, grace = 5;
-	struct timespec t0, t1, w0, w1;
-	struct rusage ru;
 	sigset_t set, old;
-	int i, out, err, in, wstatus = 0, r, exit_code, signo = 0, cgfd;
-	int lock_fd = -1, leftovers;
-	const char *status;
-	pid_t pid, parent = getppid();
+	int i, lock_fd = -1;
+	pid_t parent = getppid();
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
@@ -988,6 +1307,8 @@ int main(int argc, char **argv)
 			watch_stdin = 1;
 		else if (!strcmp(argv[i], "--no-fsync"))
 			status_fsync = 0;
+		else if (!strcmp(argv[i], "--serve"))
+			serving = 1;
 		else if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
@@ -995,11 +1316,14 @@ int main(int argc, char **argv)
 			break;
 	}
 	/* A negative grace would wait forever once stopping, deaf to every signal. */
-	if (!dir || i >= argc || !(grace >= 0)) {
+	if (serving ? (dir || i < argc || lock_fd >= 0 || watch_stdin || timeout >= 0 || !(grace >= 0)) :
+		      (!dir || i >= argc || !(grace >= 0))) {
 		fprintf(stderr, "usage: psrun --dir RUN_DIR [--timeout SEC] "
 				"[--grace SEC] [--watch-stdin] [--lock-fd FD] "
 				"[--no-fsync] "
-				"-- PROG [ARG...]\n");
+				"-- PROG [ARG...]\n"
+				"       psrun --serve [--grace SEC] [--no-fsync] "
+				"(runs from a SOCK_SEQPACKET socket on stdin)\n");
 		return 2;
 	}
 	/* The lock stays with psrun, not with the benchmark. */
@@ -1021,82 +1345,7 @@ int main(int argc, char **argv)
 	 * which on a loaded machine delays its first time slice (measured: the
 	 * interval of /bin/true x2.6). */
 	setpgid(0, 0);
-
-	/* What an interrupted attempt of this run left behind goes first. */
-	sweep_previous(dir);
-	cgfd = setup_cgroup(dir);
-	use_cgroup = cgfd >= 0;
-	if (use_cgroup)
-		snprintf(containment, sizeof(containment), "cgroup2:%s", cg_path);
-	start_guardian(dir, lock_fd);
-	write_state(dir);
-	out = open_out(dir, "stdout.txt");
-	err = open_out(dir, "stderr.txt");
-	in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		die("/dev/null");
-	memset(&ru, 0, sizeof(ru));
-	sentinel_settled();
-
-	clock_gettime(CLOCK_REALTIME, &w0);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	pid = fork_contained(cgfd);
-	if (pid < 0)
-		die("fork");
-	if (pid == 0) {
-		/* Own process group, so a time-out can stop every descendant. */
-		setpgid(0, 0);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-			_exit(126);
-		execv(argv[i], &argv[i]);
-		dprintf(2, "psrun: exec %s: %s\n", argv[i], strerror(errno));
-		_exit(127);
-	}
-	setpgid(pid, pid); /* also from the parent: no race with kill(-pid) */
-	r = wait_child(pid, parent, timeout, &wstatus, &ru);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	clock_gettime(CLOCK_REALTIME, &w1);
-	if (!use_cgroup) /* clone3 refused the cgroup */
-		snprintf(containment, sizeof(containment), "subreaper");
-
-	if (r < 0) {
-		/* Aborted from outside: stop the run and leave no status file.
-		 * A dead workflow gets no long grace: nothing may outlive it. */
-		stop_group(pid, r == -SIGTERM ? grace : (grace < 0.5 ? grace : 0.5),
-			   &wstatus, &ru);
-		end_contained();
-		clear_state(dir);
-		guardian_release();
-		fprintf(stderr, "psrun: aborted by signal %d\n", -r);
-		return 128 - r;
-	}
-	if (r == 0) {
-		stop_group(pid, grace, &wstatus, &ru);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		clock_gettime(CLOCK_REALTIME, &w1);
-		status = "timeout";
-	}
-	/* Descendants left behind by the benchmark must not outlive the run. */
-	kill(-pid, SIGKILL);
-	leftovers = end_contained();
-	if (cgfd >= 0)
-		close(cgfd);
-	/* Nothing of the run is left: the guardian may go (it exits while
-	 * status.json is written; guardian_release then reaps it). */
-	guardian_let_go();
-
-	if (WIFSIGNALED(wstatus)) {
-		signo = WTERMSIG(wstatus);
-		exit_code = 128 + signo;
-	} else {
-		exit_code = WEXITSTATUS(wstatus);
-	}
-	if (r == 1)
-		status = exit_code == 0 ? "ok" : "failed";
-	write_status(dir, status, exit_code, signo, &t0, &t1, &w0, &w1, &ru,
-		     leftovers);
-	clear_state(dir);
-	guardian_release();
-	return 0;
+	if (serving)
+		return serve(grace, parent, &old);
+	return run_one(dir, timeout, grace, lock_fd, &argv[i], parent, &old);
 }
