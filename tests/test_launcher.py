@@ -587,7 +587,9 @@ def test_serve_guardian_ends_the_run_of_a_launcher_killed_outright(psrun, tmp_pa
     run_dir.mkdir()
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
-    script = f"cd {run_dir}; setsid sh -c 'echo $$ > {run_dir}/gc.pid; exec sleep 1000' & echo $$ > pid; exec sleep 1000"
+    script = (
+        f"cd {run_dir}; setsid sh -c 'echo $$ > {run_dir}/gc.pid; exec sleep 1000' & echo $$ > pid; exec sleep 1000"
+    )
     request(sock, run_dir, "/bin/sh", "-c", script, fd=fd)
     os.close(fd)
     bench, grandchild = read_pid(run_dir / "pid"), read_pid(run_dir / "gc.pid")
