@@ -629,6 +629,10 @@ def test_serve_refuses_a_bad_request_and_bad_options(psrun, tmp_path):
     assert sock.recv(16) == b""
     assert proc.wait(timeout=60) == 2
     assert proc.stderr.read() == "psrun: --serve: a request needs TIMEOUT, RUN_DIR and PROG\n"
+    with open(os.devnull) as nothing:  # not a socket
+        bad = subprocess.run([str(psrun), "--serve"], stdin=nothing, capture_output=True, text=True, check=False)
+    assert bad.returncode == 2
+    assert bad.stderr == "psrun: --serve: a request on standard input: Socket operation on non-socket\n"
     for extra in (["--dir", str(tmp_path)], ["--", "/bin/true"], ["--timeout", "1"]):
         bad = subprocess.run([str(psrun), "--serve", *extra], capture_output=True, text=True, check=False)
         assert bad.returncode == 2 and bad.stderr.startswith("usage: psrun"), extra

@@ -30,6 +30,7 @@ import textwrap
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -243,21 +244,31 @@ def state_of(pid: int) -> str:
         return "gone"
 
 
-@pytest.mark.skipif(
-    not os.access(cgroup2_mount() or "/nonexistent", os.W_OK),
-    reason="holds the run's launcher with the cgroup v2 freezer: needs a writable cgroup v2",
-)
-def test_a_launcher_that_records_its_run_after_the_kill_is_waited_for(tmp_path):
+@dataclass
+class Held:
+    """A workflow killed while x-1's launcher, held still, had not yet
+    recorded the run whose benchmark had ended."""
+
+    camp: Path
+    run_dir: Path
+    launcher: int
+    bench: int
+    thaw: Callable[[], None]
+
+
+@contextmanager
+def killed_with_the_launcher_held(tmp_path: Path, batch: int | None = None) -> Iterator[Held]:
     go = tmp_path / "go"
     # x-1's benchmark prints its value and ends once the test says so.
     camp = campaign(
         tmp_path,
         f"echo $$ > bench.pid; echo value={{x}}; if [ {{x}} = 1 ]; then while [ ! -e {go} ]; do sleep 0.05; done; fi",
     )
+    if batch:
+        camp.write_text(camp.read_text() + f"batch: {batch}\n")
     proc = subprocess.Popen(argv(camp), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)  # fmt: skip
     run_dir = tmp_path / KEY.rsplit("/", 1)[0]
-    unlock: subprocess.Popen | None = None
     try:
         wait_for(lambda: (run_dir / "bench.pid").exists() and (run_dir / ".psrun.state").exists(), "x-1 to start")
         state = dict(line.split(" ", 1) for line in (run_dir / ".psrun.state").read_text().splitlines())
@@ -269,81 +280,80 @@ def test_a_launcher_that_records_its_run_after_the_kill_is_waited_for(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             assert not (tmp_path / KEY).exists()  # not recorded yet: its launcher is still finishing
-            # The resume begins (its first step, --unlock, decides which runs finished) ...
-            err = tmp_path / "unlock.err"
-            with err.open("w") as sink:
-                unlock = subprocess.Popen([*argv(camp, "--unlock")], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                                          stderr=sink)  # fmt: skip
-            wait_for(lambda: "waiting for the launcher of" in err.read_text(), "the resume to wait for the launcher")
-            assert unlock.poll() is None and not (tmp_path / KEY).exists()
-            # ... and the launcher writes status.json only now.
-            thaw()
-            assert unlock.wait(timeout=300) == 0, err.read_text()[-3000:]
-        said = err.read_text()
-        assert f"[perfsnake] resume: waiting for the launcher of {run_dir} (pid {launcher})" in said, said
-        assert KEPT in said, said
-        recorded = json.loads((tmp_path / KEY).read_text())
-        assert recorded["status"] == "ok" and (run_dir / "stdout.txt").read_text().startswith("value=1")
-        before = fingerprint(tmp_path / KEY)
-        resume = snakemake(tmp_path, camp, "--cores", "1", "all", "--rerun-incomplete")
-        assert jobs_run(resume, "run") == 1, resume.stderr[-5000:]
-        assert fingerprint(tmp_path / KEY) == before
-        assert {k: v["status"] for k, v in statuses(tmp_path, "p").items()} == {"x-1/run-1": "ok", "x-2/run-1": "ok"}
+            yield Held(camp, run_dir, launcher, bench, thaw)
     finally:
-        for p in (proc, unlock):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
         go.touch()  # nothing of this test outlives it
 
 
-@pytest.mark.skipif(
+def started(cmd: list[str], cwd: Path, err: Path, waiting_for: str) -> subprocess.Popen:
+    """A resume's step started in the background, once it says it waits for the launcher."""
+    with err.open("w") as sink:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: "waiting for the launcher of" in err.read_text(), waiting_for)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc
+
+
+NEEDS_FREEZER = pytest.mark.skipif(
     not os.access(cgroup2_mount() or "/nonexistent", os.W_OK),
-    reason="needs a writable cgroup v2 (the freezer holds the launcher deterministically)",
+    reason="holds the run's launcher with the cgroup v2 freezer: needs a writable cgroup v2",
 )
+
+
+@NEEDS_FREEZER
+def test_a_launcher_that_records_its_run_after_the_kill_is_waited_for(tmp_path):
+    with killed_with_the_launcher_held(tmp_path) as held:
+        # The resume begins (its first step, --unlock, decides which runs finished) ...
+        err = tmp_path / "unlock.err"
+        unlock = started([*argv(held.camp, "--unlock")], tmp_path, err, "the resume to wait for the launcher")
+        try:
+            assert unlock.poll() is None and not (tmp_path / KEY).exists()
+            # ... and the launcher writes status.json only now.
+            held.thaw()
+            assert unlock.wait(timeout=300) == 0, err.read_text()[-3000:]
+        finally:
+            if unlock.poll() is None:
+                unlock.kill()
+                unlock.wait()
+    said = err.read_text()
+    assert f"[perfsnake] resume: waiting for the launcher of {held.run_dir} (pid {held.launcher})" in said, said
+    assert KEPT in said, said
+    recorded = json.loads((tmp_path / KEY).read_text())
+    assert recorded["status"] == "ok" and (held.run_dir / "stdout.txt").read_text().startswith("value=1")
+    before = fingerprint(tmp_path / KEY)
+    resume = snakemake(tmp_path, held.camp, "--cores", "1", "all", "--rerun-incomplete")
+    assert jobs_run(resume, "run") == 1, resume.stderr[-5000:]
+    assert fingerprint(tmp_path / KEY) == before
+    assert {k: v["status"] for k, v in statuses(tmp_path, "p").items()} == {"x-1/run-1": "ok", "x-2/run-1": "ok"}
+
+
+@NEEDS_FREEZER
 def test_a_batchs_serving_launcher_that_records_its_run_after_the_kill_is_waited_for(tmp_path):
     # The same window for a batch (one `psrun --serve` for both runs): the
-    # benchmark of x-1 ended, its launcher has not recorded it when the
-    # workflow dies; the resume's batch job waits for it and keeps the run.
-    go = tmp_path / "go"
-    camp = campaign(
-        tmp_path,
-        f"echo $$ > bench.pid; echo value={{x}}; if [ {{x}} = 1 ]; then while [ ! -e {go} ]; do sleep 0.05; done; fi",
-    )
-    camp.write_text(camp.read_text() + "batch: 2\n")
-    proc = subprocess.Popen(argv(camp), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
-    run_dir = tmp_path / KEY.rsplit("/", 1)[0]
-    resume: subprocess.Popen | None = None
-    try:
-        wait_for(lambda: (run_dir / "bench.pid").exists() and (run_dir / ".psrun.state").exists(), "x-1 to start")
-        state = dict(line.split(" ", 1) for line in (run_dir / ".psrun.state").read_text().splitlines())
-        launcher, bench = int(state["pid"]), int((run_dir / "bench.pid").read_text())
-        assert b"--serve" in Path(f"/proc/{launcher}/cmdline").read_bytes()
-        with frozen(launcher) as thaw:
-            go.touch()
-            wait_for(lambda: state_of(bench) in ("Z", "gone"), "the benchmark to end")
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            assert not (tmp_path / KEY).exists()
-            assert snakemake(tmp_path, camp, "--unlock", "all").returncode == 0
-            err = tmp_path / "resume.err"
-            with err.open("w") as sink:
-                resume = subprocess.Popen([*argv(camp, "--rerun-incomplete")], cwd=tmp_path, stdout=sink,
-                                          stderr=subprocess.STDOUT)  # fmt: skip
-            wait_for(lambda: "waiting for the launcher of" in err.read_text(), "the batch to wait for the launcher")
+    # resume's batch job waits for the launcher and keeps the run.
+    with killed_with_the_launcher_held(tmp_path, batch=2) as held:
+        assert b"--serve" in Path(f"/proc/{held.launcher}/cmdline").read_bytes()
+        assert snakemake(tmp_path, held.camp, "--unlock", "all").returncode == 0
+        err = tmp_path / "resume.err"
+        resume = started([*argv(held.camp, "--rerun-incomplete")], tmp_path, err, "the batch to wait for the launcher")
+        try:
             assert resume.poll() is None and not (tmp_path / KEY).exists()
-            thaw()
+            held.thaw()
             assert resume.wait(timeout=300) == 0, err.read_text()[-3000:]
-        said = err.read_text()
-        assert f"[perfsnake] resume: waiting for the launcher of {run_dir} (pid {launcher})" in said, said
-        # x-1 ran once (its benchmark's pid is the first attempt's), x-2 once.
-        assert int((run_dir / "bench.pid").read_text()) == bench
-        assert json.loads((tmp_path / KEY).read_text())["status"] == "ok"
-        assert {k: v["status"] for k, v in statuses(tmp_path, "p").items()} == {"x-1/run-1": "ok", "x-2/run-1": "ok"}
-    finally:
-        for p in (proc, resume):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
-        go.touch()
+        finally:
+            if resume.poll() is None:
+                resume.kill()
+                resume.wait()
+    said = err.read_text()
+    assert f"[perfsnake] resume: waiting for the launcher of {held.run_dir} (pid {held.launcher})" in said, said
+    # x-1 ran once (its benchmark's pid is the first attempt's), x-2 once.
+    assert int((held.run_dir / "bench.pid").read_text()) == held.bench
+    assert json.loads((tmp_path / KEY).read_text())["status"] == "ok"
+    assert {k: v["status"] for k, v in statuses(tmp_path, "p").items()} == {"x-1/run-1": "ok", "x-2/run-1": "ok"}

@@ -684,26 +684,46 @@ static void copy_field(char *out, size_t size, const char *field)
 	out[len] = 0;
 }
 
+/* One message from a SOCK_SEQPACKET socket into buf (NUL-terminated), the
+ * descriptor attached to it into *fd (else -1). Returns its length, 0 at
+ * end of file, -1 on an error or a message or descriptor cut short. */
+static ssize_t recv_message(int sock, char *buf, size_t len, int *fd)
+{
+	char control[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { buf, len - 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = control,
+			      .msg_controllen = sizeof(control) };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	*fd = -1;
+	do
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -1;
+	cm = CMSG_FIRSTHDR(&msg);
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+		memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	buf[n] = 0;
+	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	return n;
+}
+
 static void guardian_serve_loop(int sock)
 {
 	char buf[8400], dir[4096] = "", cg[4096] = "";
-	char control[CMSG_SPACE(sizeof(int))];
-	int lock = -1;
+	int lock = -1, fd;
 
 	for (;;) {
-		struct iovec iov = { buf, sizeof(buf) - 1 };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-				      .msg_control = control,
-				      .msg_controllen = sizeof(control) };
-		struct cmsghdr *cm;
-		ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+		ssize_t n = recv_message(sock, buf, sizeof(buf), &fd);
 
-		if (n < 0 && errno == EINTR)
-			continue;
 		if (n <= 0)
 			break;
-		buf[n] = 0;
-		cm = CMSG_FIRSTHDR(&msg);
 		if (buf[0] == 'd')
 			_exit(0);
 		if (lock >= 0)
@@ -712,12 +732,13 @@ static void guardian_serve_loop(int sock)
 		dir[0] = cg[0] = 0;
 		if (buf[0] != 'r') {
 			/* "i": idle between two runs; the lock is no longer held here */
+			if (fd >= 0)
+				close(fd);
 			if (send(sock, "k", 1, MSG_NOSIGNAL) != 1)
 				_exit(0);
 			continue;
 		}
-		if (cm && cm->cmsg_type == SCM_RIGHTS)
-			memcpy(&lock, CMSG_DATA(cm), sizeof(int));
+		lock = fd;
 		copy_field(dir, sizeof(dir), buf + 1);
 		copy_field(cg, sizeof(cg), buf + 2 + strlen(buf + 1));
 	}
@@ -1232,36 +1253,26 @@ static int run_one(const char *dir, double timeout, double grace, int lock_fd,
 static int serve(double grace, pid_t parent, const sigset_t *old)
 {
 	static char buf[65536];
-	char control[CMSG_SPACE(sizeof(int))], *fields[MAX_ARGS + 3], *end, *p;
+	char *fields[MAX_ARGS + 3], *end, *p;
 	int rc;
 
 	start_guardian_serving();
 	for (;;) {
-		struct iovec iov = { buf, sizeof(buf) - 1 };
-		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-				      .msg_control = control,
-				      .msg_controllen = sizeof(control) };
-		struct cmsghdr *cm;
-		ssize_t n;
-		int nf = 0, lock_fd = -1;
+		int nf = 0, lock_fd;
+		ssize_t n = recv_message(0, buf, sizeof(buf), &lock_fd);
 		double timeout;
 
-		n = recvmsg(0, &msg, MSG_CMSG_CLOEXEC);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
+		if (n == 0) {
 			guardian_release();
 			return 0;
 		}
-		cm = CMSG_FIRSTHDR(&msg);
-		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-			memcpy(&lock_fd, CMSG_DATA(cm), sizeof(int));
-		buf[n] = 0;
+		if (n < 0)
+			die("--serve: a request on standard input");
 		/* TIMEOUT \0 RUN_DIR \0 PROG \0 ARG \0 ...: NUL-separated fields. */
 		for (p = buf, end = buf + n; p < end && nf < MAX_ARGS + 2; p += strlen(p) + 1)
 			fields[nf++] = p;
 		fields[nf] = NULL;
-		if (nf < 3 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || !fields[1][0]) {
+		if (nf < 3 || !fields[1][0]) {
 			fprintf(stderr, "psrun: --serve: a request needs TIMEOUT, RUN_DIR and PROG\n");
 			guardian_release();
 			return 2;
@@ -1270,9 +1281,11 @@ static int serve(double grace, pid_t parent, const sigset_t *old)
 		/* The caller's process group was signalled between two runs (a
 		 * time-out's stop_group stopped watching the sentinel: again). */
 		sentinel = sentinel_pid;
-		if (sentinel_signal()) {
+		rc = sentinel_signal();
+		if (rc) {
 			guardian_release();
-			return 128 + SIGHUP;
+			fprintf(stderr, "psrun: aborted by signal %d\n", rc);
+			return 128 + rc;
 		}
 		rc = run_one(fields[1], timeout, grace, lock_fd, &fields[2], parent, old);
 		if (lock_fd >= 0)
