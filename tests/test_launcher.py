@@ -636,3 +636,29 @@ def test_serve_refuses_a_bad_request_and_bad_options(psrun, tmp_path):
     for extra in (["--dir", str(tmp_path)], ["--", "/bin/true"], ["--timeout", "1"]):
         bad = subprocess.run([str(psrun), "--serve", *extra], capture_output=True, text=True, check=False)
         assert bad.returncode == 2 and bad.stderr.startswith("usage: psrun"), extra
+
+
+def test_serve_a_stop_meant_for_the_run_before_does_not_abort_the_next(psrun, tmp_path):
+    # The daemon watcher's SIGTERM may reach the launcher just after its run
+    # ended (psrun blocks it while it waits for the next request): the next
+    # run runs.
+    proc, sock = serve(psrun)
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    request(sock, first, "/bin/true")
+    assert sock.recv(16) == b"0"
+    os.kill(proc.pid, signal.SIGTERM)
+    wait_for(lambda: _pending_term(proc.pid), what="the signal to be pending")
+    request(sock, second, "/bin/sh", "-c", "echo ran")
+    assert sock.recv(16) == b"0"
+    assert status(second)["status"] == "ok" and (second / "stdout.txt").read_text() == "ran\n"
+    sock.close()
+    assert proc.wait(timeout=60) == 0
+
+
+def _pending_term(pid: int) -> bool:
+    """SIGTERM pending for the process (blocked, not yet taken)."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    pending = int(fields["ShdPnd"].strip(), 16) | int(fields["SigPnd"].strip(), 16)
+    return bool(pending & (1 << (signal.SIGTERM - 1)))

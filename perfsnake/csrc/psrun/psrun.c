@@ -1254,8 +1254,13 @@ static int serve(double grace, pid_t parent, const sigset_t *old)
 {
 	static char buf[65536];
 	char *fields[MAX_ARGS + 3], *end, *p;
+	struct timespec zero = { 0, 0 };
+	sigset_t stop;
 	int rc;
 
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
 	start_guardian_serving();
 	for (;;) {
 		int nf = 0, lock_fd;
@@ -1287,6 +1292,10 @@ static int serve(double grace, pid_t parent, const sigset_t *old)
 			fprintf(stderr, "psrun: aborted by signal %d\n", rc);
 			return 128 + rc;
 		}
+		/* A SIGTERM meant for the run before (the daemon watcher's, sent
+		 * as that run ended) must not abort this one. */
+		while (sigtimedwait(&stop, NULL, &zero) > 0)
+			;
 		rc = run_one(fields[1], timeout, grace, lock_fd, &fields[2], parent, old);
 		if (lock_fd >= 0)
 			close(lock_fd);
