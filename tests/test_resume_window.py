@@ -288,17 +288,20 @@ def killed_with_the_launcher_held(tmp_path: Path, batch: int | None = None) -> I
         go.touch()  # nothing of this test outlives it
 
 
-def started(cmd: list[str], cwd: Path, err: Path, waiting_for: str) -> subprocess.Popen:
-    """A resume's step started in the background, once it says it waits for the launcher."""
+def waits_for_the_held_launcher(cmd: list[str], cwd: Path, err: Path, waiting_for: str, held: Held) -> None:
+    """A resume's step, run in the background: it says it waits for the held
+    launcher and records nothing, the launcher is let go, the step ends well."""
     with err.open("w") as sink:
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: "waiting for the launcher of" in err.read_text(), waiting_for)
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    return proc
+        assert proc.poll() is None and not (cwd / KEY).exists()
+        held.thaw()  # the launcher writes status.json only now
+        assert proc.wait(timeout=300) == 0, err.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 NEEDS_FREEZER = pytest.mark.skipif(
@@ -312,16 +315,7 @@ def test_a_launcher_that_records_its_run_after_the_kill_is_waited_for(tmp_path):
     with killed_with_the_launcher_held(tmp_path) as held:
         # The resume begins (its first step, --unlock, decides which runs finished) ...
         err = tmp_path / "unlock.err"
-        unlock = started([*argv(held.camp, "--unlock")], tmp_path, err, "the resume to wait for the launcher")
-        try:
-            assert unlock.poll() is None and not (tmp_path / KEY).exists()
-            # ... and the launcher writes status.json only now.
-            held.thaw()
-            assert unlock.wait(timeout=300) == 0, err.read_text()[-3000:]
-        finally:
-            if unlock.poll() is None:
-                unlock.kill()
-                unlock.wait()
+        waits_for_the_held_launcher([*argv(held.camp, "--unlock")], tmp_path, err, "the resume to wait", held)
     said = err.read_text()
     assert f"[perfsnake] resume: waiting for the launcher of {held.run_dir} (pid {held.launcher})" in said, said
     assert KEPT in said, said
@@ -342,15 +336,7 @@ def test_a_batchs_serving_launcher_that_records_its_run_after_the_kill_is_waited
         assert b"--serve" in Path(f"/proc/{held.launcher}/cmdline").read_bytes()
         assert snakemake(tmp_path, held.camp, "--unlock", "all").returncode == 0
         err = tmp_path / "resume.err"
-        resume = started([*argv(held.camp, "--rerun-incomplete")], tmp_path, err, "the batch to wait for the launcher")
-        try:
-            assert resume.poll() is None and not (tmp_path / KEY).exists()
-            held.thaw()
-            assert resume.wait(timeout=300) == 0, err.read_text()[-3000:]
-        finally:
-            if resume.poll() is None:
-                resume.kill()
-                resume.wait()
+        waits_for_the_held_launcher([*argv(held.camp, "--rerun-incomplete")], tmp_path, err, "the batch to wait", held)
     said = err.read_text()
     assert f"[perfsnake] resume: waiting for the launcher of {held.run_dir} (pid {held.launcher})" in said, said
     # x-1 ran once (its benchmark's pid is the first attempt's), x-2 once.
