@@ -86,8 +86,13 @@ def campaign_dir(campaign: str) -> str:
     return f"{RESULTS}/{campaign}"
 
 
+def runs_root(campaign: str) -> str:
+    """Where a campaign's run directories (and its batch markers, under batches/) are."""
+    return f"{RESULTS}/{campaign}/runs"
+
+
 def run_dir(campaign: str, record_path: str, run: int | str) -> str:
-    return f"{RESULTS}/{campaign}/runs/{record_path}/run-{run}"
+    return f"{runs_root(campaign)}/{record_path}/run-{run}"
 
 
 def status_file(campaign: str, record_path: str, run: int | str) -> str:
@@ -110,7 +115,7 @@ def batch_size(campaign: str) -> str:
 
 def batch_marker(campaign: str, round_number: int | str, k: int | str) -> str:
     """What a job executing a batch of runs declares as its output (each run keeps its own files)."""
-    return f"{RESULTS}/{campaign}/runs/batches/r{round_number}-b{k}.json"
+    return f"{runs_root(campaign)}/batches/r{round_number}-b{k}.json"
 
 
 def split_batch(campaign: str, marker: str) -> tuple[int, int] | None:

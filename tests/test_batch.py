@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import os
 import signal
 import subprocess
@@ -179,6 +180,17 @@ def test_auto_sizes_a_fresh_directorys_batches_from_measured_run_times(tmp_path,
     (tmp_path / "results/c/runs/x-1/run-1").mkdir(parents=True)
     (tmp_path / "results/c/runs/x-1/run-1/status.json").write_text('{"status": "ok"}')
     assert index().batches.size("c") == 1
+    # Also while that run is measured again (Snakemake deleted its status.json
+    # first), and whichever run a job made: a resume must not batch them.
+    (tmp_path / "results/c/runs/x-1/run-1/status.json").unlink()
+    assert index().batches.size("c") == 1
+    shutil.rmtree(tmp_path / "results/c/runs/x-1")
+    (tmp_path / "results/c/runs/x-2/run-3").mkdir(parents=True)
+    assert index().batches.size("c") == 1
+    # A batch job's markers alone are not runs made one job each.
+    shutil.rmtree(tmp_path / "results/c/runs/x-2")
+    (tmp_path / "results/c/runs/batches").mkdir()
+    assert index().batches.size("c") == size
 
 
 # ---- through Snakemake --------------------------------------------------------------------

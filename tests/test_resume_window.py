@@ -105,7 +105,17 @@ def kill(step):
 def patch():
     import snakemake.api  # noqa: F401  (the import order Snakemake uses: dag before persistence)
     import snakemake.dag as dag
+    import snakemake.jobs as jobs
     import snakemake.persistence.file as file
+
+    remove = jobs.Job.remove_existing_output
+
+    async def remove_existing_output(self):
+        await remove(self)
+        if AT == "output removed" and bool(self.output) and str(self.output[0]) == KEY:
+            kill(AT)  # a run measured again, interrupted before its job began
+
+    jobs.Job.remove_existing_output = remove_existing_output
 
     touch = dag.DAG.check_and_touch_output
 
@@ -191,6 +201,37 @@ def test_a_run_whose_output_snakemake_deleted_after_it_ended_is_restored(tmp_pat
     copy = (tmp_path / KEY).with_name(".status.final")
     assert not (tmp_path / KEY).exists() and copy.exists()
     resume_and_check(tmp_path, camp, fingerprint(copy), kept=True)
+
+
+def test_a_run_measured_again_and_interrupted_before_its_job_began_keeps_its_record(tmp_path):
+    """`--forcerun run` (every night measures again): Snakemake deletes x-1's
+    status.json, then the workflow dies before x-1's job begins. Nothing
+    measured x-1 again, so its earlier record is still its latest finished
+    measurement: the resume restores it (as it keeps the runs the forced
+    invocation had not reached) and measures nothing again, neither x-1 nor
+    x-2 (which a resume that now chose to batch the campaign would have)."""
+    camp = campaign(tmp_path)
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    copy = (tmp_path / KEY).with_name(".status.final")
+    other = tmp_path / KEY.replace("x-1", "x-2")
+    before, before_other = fingerprint(copy), fingerprint(other)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(textwrap.dedent(SITECUSTOMIZE))
+    log = tmp_path / "killed-at"
+    env = {**os.environ, "PYTHONPATH": str(site), "PERFSNAKE_TEST_KILL_AT": "output removed",
+           "PERFSNAKE_TEST_KILL_KEY": KEY, "PERFSNAKE_TEST_KILL_LOG": str(log)}  # fmt: skip
+    killed = subprocess.run(argv(camp, "--forcerun", "run"), cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=600, start_new_session=True)  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL and log.read_text() == "output removed\n", killed.stderr[-3000:]
+    assert not (tmp_path / KEY).exists() and fingerprint(copy) == before
+    unlock = snakemake(tmp_path, camp, "--unlock", "all")
+    resume = snakemake(tmp_path, camp, "--cores", "1", "all", "--rerun-incomplete")
+    said = unlock.stderr + resume.stderr
+    assert f"finished before the interruption restored (Snakemake had deleted their status.json): {KEY}" in said, said[-3000:]
+    assert jobs_run(resume, "run") + jobs_run(resume, "run_batch") == 0, resume.stderr[-5000:]
+    assert fingerprint(tmp_path / KEY)[1] == before[1] and fingerprint(other) == before_other
+    assert not (tmp_path / "results/p/batch-size.json").exists()
 
 
 # ---- the launcher, still finishing when the resume starts -------------------------------

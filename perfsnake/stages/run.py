@@ -741,10 +741,13 @@ def _kept_states(status_files: list[Path]) -> list[dict]:
 def restore_deleted_runs(index: CampaignIndex, workdir: Path) -> list[str]:
     """Put back the status.json of runs that ended but whose job Snakemake
     then counted as failed, deleting the output with its mark (a Slurm job
-    cancelled by Ctrl-C after its run ended, before Snakemake polled it): the
-    launcher's copy says the run was measured. Runs of batches are kept by
-    their batch (execute_batch) instead. One stat per possible run, as the DAG
-    makes anyway; returns the runs restored."""
+    cancelled by Ctrl-C after its run ended, before Snakemake polled it), or
+    that Snakemake deleted as their job was about to measure them again
+    (--forcerun) when the workflow died: the launcher's copy is the run's
+    latest finished measurement (a run that starts measuring removes it
+    first, in execute). Runs of batches are kept by their batch
+    (execute_batch) instead. One stat per possible run, as the DAG makes
+    anyway; returns the runs restored."""
     restored: list[str] = []
     for name, c in index.campaigns.items():
         if c.imported or index.batches.batched(name):
@@ -755,7 +758,7 @@ def restore_deleted_runs(index: CampaignIndex, workdir: Path) -> list[str]:
                 restored.append(target)
     if restored:
         print(f"[perfsnake] resume: {len(restored)} run(s) that finished before the interruption restored "
-              "(their jobs had been cancelled): " + " ".join(sorted(restored)[:5])
+              "(Snakemake had deleted their status.json): " + " ".join(sorted(restored)[:5])
               + (" ..." if len(restored) > 5 else ""), file=sys.stderr, flush=True)  # fmt: skip
     return restored
 
