@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import os
+import shutil
 import signal
 import subprocess
 import time
