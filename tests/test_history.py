@@ -113,7 +113,9 @@ def stored_runs(url: str) -> str:
     """The store's runs, a line each: what a failure message shows."""
     store = Store.open(url)
     with store.engine.connect() as conn:
-        rows = conn.execute(sa.text("SELECT invocation_id, record, run, status, start, metrics FROM runs ORDER BY start"))
+        rows = conn.execute(
+            sa.text("SELECT invocation_id, record, run, status, start, metrics FROM runs ORDER BY start")
+        )
         return "".join(f"\n{str(r[0])[:8]} {r[1]} run {r[2]} {r[3]} {r[4]} {r[5]}" for r in rows)
 
 

@@ -228,7 +228,8 @@ def test_a_run_measured_again_and_interrupted_before_its_job_began_keeps_its_rec
     unlock = snakemake(tmp_path, camp, "--unlock", "all")
     resume = snakemake(tmp_path, camp, "--cores", "1", "all", "--rerun-incomplete")
     said = unlock.stderr + resume.stderr
-    assert f"finished before the interruption restored (Snakemake had deleted their status.json): {KEY}" in said, said[-3000:]
+    restored = f"finished before the interruption restored (Snakemake had deleted their status.json): {KEY}"
+    assert restored in said, said[-3000:]
     assert jobs_run(resume, "run") + jobs_run(resume, "run_batch") == 0, resume.stderr[-5000:]
     assert fingerprint(tmp_path / KEY)[1] == before[1] and fingerprint(other) == before_other
     assert not (tmp_path / "results/p/batch-size.json").exists()
