@@ -165,18 +165,23 @@ STEPS = ["before the touch", "after the touch", "before the metadata", "in the m
          "after the mark is gone"]  # fmt: skip
 
 
-@pytest.mark.parametrize("step", STEPS)
-def test_a_kill_inside_snakemakes_completion_of_the_run_redoes_nothing(tmp_path, step):
+def killed_at(tmp_path: Path, camp: Path, step: str, *args: str) -> None:
+    """The workflow run with the test's sitecustomize, SIGKILLed at `step` of x-1's job."""
     site = tmp_path / "site"
-    site.mkdir()
+    site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(textwrap.dedent(SITECUSTOMIZE))
     log = tmp_path / "killed-at"
     env = {**os.environ, "PYTHONPATH": str(site), "PERFSNAKE_TEST_KILL_AT": step, "PERFSNAKE_TEST_KILL_KEY": KEY,
            "PERFSNAKE_TEST_KILL_LOG": str(log)}  # fmt: skip
-    camp = campaign(tmp_path)
-    killed = subprocess.run(argv(camp), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    killed = subprocess.run(argv(camp, *args), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
                             start_new_session=True)  # fmt: skip
     assert killed.returncode == -signal.SIGKILL and log.read_text() == f"{step}\n", killed.stderr[-3000:]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_kill_inside_snakemakes_completion_of_the_run_redoes_nothing(tmp_path, step):
+    camp = campaign(tmp_path)
+    killed_at(tmp_path, camp, step)
     # What the kill left: x-1 measured, x-2 not started; its mark still there until Snakemake's last step.
     assert list(statuses(tmp_path, "p")) == ["x-1/run-1"]
     marked = any(p.is_file() for p in (tmp_path / ".snakemake/incomplete").rglob("*"))
@@ -188,16 +193,8 @@ def test_a_run_whose_output_snakemake_deleted_after_it_ended_is_restored(tmp_pat
     """A cluster job cancelled after its run ended (Ctrl-C before Snakemake
     saw it finish) is a failed job to Snakemake, which deletes its output:
     the launcher's second name for the record brings it back on resume."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(textwrap.dedent(SITECUSTOMIZE))
-    log = tmp_path / "killed-at"
-    env = {**os.environ, "PYTHONPATH": str(site), "PERFSNAKE_TEST_KILL_AT": "output deleted",
-           "PERFSNAKE_TEST_KILL_KEY": KEY, "PERFSNAKE_TEST_KILL_LOG": str(log)}  # fmt: skip
     camp = campaign(tmp_path)
-    killed = subprocess.run(argv(camp), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
-                            start_new_session=True)  # fmt: skip
-    assert killed.returncode == -signal.SIGKILL and log.read_text() == "output deleted\n", killed.stderr[-3000:]
+    killed_at(tmp_path, camp, "output deleted")
     copy = (tmp_path / KEY).with_name(".status.final")
     assert not (tmp_path / KEY).exists() and copy.exists()
     resume_and_check(tmp_path, camp, fingerprint(copy), kept=True)
@@ -215,15 +212,7 @@ def test_a_run_measured_again_and_interrupted_before_its_job_began_keeps_its_rec
     copy = (tmp_path / KEY).with_name(".status.final")
     other = tmp_path / KEY.replace("x-1", "x-2")
     before, before_other = fingerprint(copy), fingerprint(other)
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(textwrap.dedent(SITECUSTOMIZE))
-    log = tmp_path / "killed-at"
-    env = {**os.environ, "PYTHONPATH": str(site), "PERFSNAKE_TEST_KILL_AT": "output removed",
-           "PERFSNAKE_TEST_KILL_KEY": KEY, "PERFSNAKE_TEST_KILL_LOG": str(log)}  # fmt: skip
-    killed = subprocess.run(argv(camp, "--forcerun", "run"), cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=600, start_new_session=True)  # fmt: skip
-    assert killed.returncode == -signal.SIGKILL and log.read_text() == "output removed\n", killed.stderr[-3000:]
+    killed_at(tmp_path, camp, "output removed", "--forcerun", "run")
     assert not (tmp_path / KEY).exists() and fingerprint(copy) == before
     unlock = snakemake(tmp_path, camp, "--unlock", "all")
     resume = snakemake(tmp_path, camp, "--cores", "1", "all", "--rerun-incomplete")
