@@ -159,6 +159,20 @@ def test_the_identity_is_this_machines_state_read_now():
     if not metadata.governor_files():  # a VM without cpufreq: recorded as absent
         assert found["governor"] is None and found["frequency_limits"] is None
     json.dumps(found)  # machine.json keeps it as it is
+    real = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("microcode")]
+    assert found["microcode"] == (real[0].split(":", 1)[1].strip() if real else None)
+
+
+def test_the_microcode_is_the_first_cpus_read_from_the_files_head(tmp_path):
+    block = (
+        "processor\t: {0}\nvendor_id\t: GenuineIntel\nmicrocode\t: 0x{1:x}\n" + "flags\t\t: fpu" + " x" * 600 + "\n\n"
+    )
+    many = tmp_path / "cpuinfo"
+    many.write_text("".join(block.format(cpu, 0x2B000600 + cpu) for cpu in range(256)))
+    assert metadata.microcode(str(many)) == "0x2b000600"
+    (tmp_path / "none").write_text(block.replace("microcode", "model").format(0, 0))
+    assert metadata.microcode(str(tmp_path / "none")) is None  # an Arm machine has no such line
+    assert metadata.microcode(str(tmp_path / "missing")) is None
 
 
 # ---- through Snakemake ---------------------------------------------------------

@@ -41,8 +41,21 @@ def cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def microcode() -> str | None:
-    for line in (_read("/proc/cpuinfo") or "").splitlines():
+#: bytes of /proc/cpuinfo read for the first CPU's microcode line (its block is about 1.5 KB)
+CPUINFO_HEAD = 8192
+
+
+def microcode(cpuinfo: str = "/proc/cpuinfo") -> str | None:
+    """The first CPU's microcode revision. Read before every run: only the
+    file's head, since the kernel formats each CPU's block as it is read
+    (with a frequency sample per CPU on x86: milliseconds on a large
+    machine for the whole file)."""
+    try:
+        with open(cpuinfo, "rb") as f:
+            head = f.read(CPUINFO_HEAD).decode(errors="replace")
+    except OSError:
+        return None
+    for line in head.splitlines():
         if line.startswith("microcode"):
             return line.split(":", 1)[1].strip()
     return None
