@@ -1053,23 +1053,26 @@ def test_issue36_records_through_a_campaign(tmp_path):
 # ---- lat_rpc and cache (issue 36, the rest of lmbench3) ---------------------------------------
 
 
-def _rpc_processes() -> list[str]:
-    """Every lat_rpc process on the machine (clients and their servers)."""
-    out = subprocess.run(["pgrep", "-a", "-x", "lat_rpc"], capture_output=True, text=True, check=False).stdout
+def _rpc_processes(bins: Path) -> list[str]:
+    """Every process of this test's lat_rpc (clients and the servers they
+    fork, which keep the client's command line); another lat_rpc on the
+    machine (lmbench3's server, a user's) is not ours."""
+    program = re.escape(str(bins / "lat_rpc"))
+    out = subprocess.run(["pgrep", "-a", "-f", f"^{program}( |$)"], capture_output=True, text=True, check=False).stdout
     return out.splitlines()
 
 
 def test_rpc_latency_over_tcp_and_udp(bins):
     """Both transports by default (lmbench's order), each a positive time
     per call with its minimum; the forked servers are gone afterwards."""
-    before = _rpc_processes()
+    before = _rpc_processes(bins)
     out = run(bins, "lat_rpc", "-N", "3").stdout
     got = results(out)
     assert list(got) == ["lat_rpc.tcp", "lat_rpc.tcp.min", "lat_rpc.udp", "lat_rpc.udp.min"], out
     assert all(unit == "us" and 0 < v < math.inf for v, unit in got.values()), out
     assert got["lat_rpc.tcp.min"][0] <= got["lat_rpc.tcp"][0] and got["lat_rpc.udp.min"][0] <= got["lat_rpc.udp"][0]
     assert len(re.findall(r"^# benchmp ", out, re.M)) == 2
-    assert _rpc_processes() == before == []
+    assert _rpc_processes(bins) == before == []
 
 
 def test_rpc_parallel_placement_and_one_protocol(bins):
@@ -1077,7 +1080,7 @@ def test_rpc_parallel_placement_and_one_protocol(bins):
     assert list(results(out)) == ["lat_rpc.udp", "lat_rpc.udp.min"] and "parallel=2" in out, out
     proc = run(bins, "lat_rpc", "-N", "3", "-A", "same", "tcp")
     assert value(proc.stdout) > 0 and "placement same" in proc.stderr
-    assert _rpc_processes() == []
+    assert _rpc_processes(bins) == []
 
 
 def test_rpc_runs_without_root_or_rpcbind(bins, tmp_path):
@@ -1096,7 +1099,7 @@ def test_rpc_runs_without_root_or_rpcbind(bins, tmp_path):
                           check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert set(results(proc.stdout)) == {"lat_rpc.tcp", "lat_rpc.tcp.min", "lat_rpc.udp", "lat_rpc.udp.min"}
-    assert _rpc_processes() == []
+    assert _rpc_processes(bins) == _rpc_processes(where) == []
 
 
 def test_rpc_bad_protocol_is_refused_in_one_line(bins):
@@ -1104,7 +1107,7 @@ def test_rpc_bad_protocol_is_refused_in_one_line(bins):
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == ["lat_rpc: sctp is not a protocol (tcp or udp)"]
     assert run(bins, "lat_rpc", "tcp", "udp", check=False).returncode == 2
-    assert _rpc_processes() == []
+    assert _rpc_processes(bins) == []
 
 
 def _legal(size: int) -> bool:
