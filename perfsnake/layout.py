@@ -86,8 +86,12 @@ def campaign_dir(campaign: str) -> str:
     return f"{RESULTS}/{campaign}"
 
 
+#: the directory under runs_root holding the batch markers (no record's directory has this name)
+BATCH_DIR = "batches"
+
+
 def runs_root(campaign: str) -> str:
-    """Where a campaign's run directories (and its batch markers, under batches/) are."""
+    """Where a campaign's run directories (and its batch markers, under BATCH_DIR) are."""
     return f"{RESULTS}/{campaign}/runs"
 
 
@@ -101,7 +105,7 @@ def status_file(campaign: str, record_path: str, run: int | str) -> str:
 
 def split_status(campaign: str, status: str) -> tuple[str, int]:
     """(record path, run index) of results/<campaign>/runs/<record>/run-<i>/status.json."""
-    prefix = f"{RESULTS}/{campaign}/runs/"
+    prefix = f"{runs_root(campaign)}/"
     text = str(status)
     rel = text[text.index(prefix) + len(prefix) :]
     record, _, rest = rel.rpartition("/run-")
@@ -115,12 +119,12 @@ def batch_size(campaign: str) -> str:
 
 def batch_marker(campaign: str, round_number: int | str, k: int | str) -> str:
     """What a job executing a batch of runs declares as its output (each run keeps its own files)."""
-    return f"{runs_root(campaign)}/batches/r{round_number}-b{k}.json"
+    return f"{runs_root(campaign)}/{BATCH_DIR}/r{round_number}-b{k}.json"
 
 
 def split_batch(campaign: str, marker: str) -> tuple[int, int] | None:
     """(round, place) of a batch marker of the campaign; None for any other path."""
-    prefix = f"{RESULTS}/{campaign}/runs/batches/r"
+    prefix = f"{runs_root(campaign)}/{BATCH_DIR}/r"
     text = str(marker)
     if not text.startswith(prefix) or not text.endswith(".json"):
         return None

@@ -455,9 +455,10 @@ class Batches:
         directory (another size re-plans, re-collects, and a batch would
         measure again runs a run job made), so first: the size its first batch
         job recorded (layout.batch_size); one job per run when runs were made
-        that way already (a run directory exists). In a fresh directory: from the campaign's measured
-        run time on this machine, the median of its latest ok runs in the
-        results store; without any, from its timeout_s; else one job per run.
+        that way already (a run directory exists). In a fresh directory: from
+        the campaign's measured run time on this machine, the median of its
+        latest ok runs in the results store; without any, from its timeout_s;
+        else one job per run.
         Short runs (at most AUTO_SHORT_RUN_S) get as many a job as fit
         AUTO_BATCH_SPAN_S, at most AUTO_MAX_BATCH."""
         try:
@@ -468,7 +469,7 @@ class Batches:
         # A run job made a run directory (a batch job writes the size first):
         # not a status.json, which a run measured again lacks until it ends.
         runs = Path(layout.runs_root(c.name))
-        if runs.is_dir() and any(p.name != "batches" for p in runs.iterdir()):
+        if runs.is_dir() and any(p.name != layout.BATCH_DIR for p in runs.iterdir()):
             return 1, "runs made one job each before"
         measured = self.run_times(c.name) if self.run_times is not None else None
         if measured is not None:

@@ -110,13 +110,9 @@ def test_five_invocations_with_a_planted_step_and_a_kill_in_the_third(tmp_path):
 
 
 def stored_runs(url: str) -> str:
-    """The store's runs, a line each: what a failure message shows."""
-    store = Store.open(url)
-    with store.engine.connect() as conn:
-        rows = conn.execute(
-            sa.text("SELECT invocation_id, record, run, status, start, metrics FROM runs ORDER BY start")
-        )
-        return "".join(f"\n{str(r[0])[:8]} {r[1]} run {r[2]} {r[3]} {r[4]} {r[5]}" for r in rows)
+    """The store's runs of the campaign, a line each: what a failure message shows."""
+    columns = ["invocation_id", "record", "run", "status", "start", "metrics"]
+    return "\n" + Store.open(url).frame("hist")[columns].sort_values("start").to_string()
 
 
 def killed_first(tmp_path: Path, camp: Path, force: list[str], env: dict[str, str]) -> None:
