@@ -5,12 +5,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # The host's benchmark lock (perfsnake.hostlock) of this test session: tests
 # do not wait for a campaign (or another test session) running on the machine.
+# One per xdist worker: a test of one worker does not wait minutes for another
+# worker's long campaign (a 120 s deadline did, in CI); tests measure behaviour,
+# not speed, so their runs may overlap.
 import os  # noqa: E402
 import tempfile  # noqa: E402
 
-os.environ.setdefault(
-    "PERFSNAKE_HOST_LOCK", os.path.join(tempfile.mkdtemp(prefix="perfsnake-test-lock-"), "bench.lock")
-)
+if "PERFSNAKE_HOST_LOCK" not in os.environ or "PERFSNAKE_TEST_LOCK_DIR" in os.environ:
+    _locks = os.environ.setdefault("PERFSNAKE_TEST_LOCK_DIR", tempfile.mkdtemp(prefix="perfsnake-test-lock-"))
+    _worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    os.environ["PERFSNAKE_HOST_LOCK"] = os.path.join(_locks, f"bench-{_worker}.lock")
 import pytest  # noqa: E402
 
 # The results store of this test session: never the user's own history.

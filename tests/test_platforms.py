@@ -45,11 +45,14 @@ def kill_workflow_during_run(workdir: Path, campaign: Path, marker: str) -> None
     """Start the workflow, SIGKILL it (alone) once the marked benchmark runs."""
     cmd = [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
            "--configfile", str(ROOT / "config/config.yaml"), "--config", f"campaign={campaign}"]  # fmt: skip
-    proc = subprocess.Popen(
-        cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
+    log = workdir / "snakemake.err"
+    with log.open("w") as err:
+        proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
     try:
-        wait_for(lambda: pgrep(marker), 120, f"{marker} to start")
+        wait_for(lambda: pgrep(marker) or proc.poll() is not None, 120, f"{marker} to start")
+        assert proc.poll() is None, f"the workflow ended before {marker} ran"
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nits stderr:\n{log.read_text()[-3000:]}") from None
     finally:
         proc.kill()
         proc.wait()
