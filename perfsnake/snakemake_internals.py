@@ -1,14 +1,14 @@
 """Where perfsnake relies on Snakemake's internals, all in one place.
 
-Four things the workflow does go past Snakemake's documented interface, each
+Five things the workflow does go past Snakemake's documented interface, each
 for speed or for a resume that keeps finished runs: the garbage-collector
 pause while planning, dropping the local job-rate limiter, cached input
-function signatures, and forgetting the "incomplete" marks of runs that
-finished. Each function says which Snakemake version it was checked on;
+function signatures, forgetting the "incomplete" marks of runs that
+finished, and the local rules' Python scripts run in the Snakemake process. Each function says which Snakemake version it was checked on;
 tests/test_snakemake_internals.py fails when an upgrade breaks one of them,
 so an upgrade starts there.
 
-Nothing here imports Snakemake: the workflow has it loaded already, and the
+Nothing here imports Snakemake at import time: the workflow has it loaded already, and the
 run stage (perfsnake.stages.run, the lean measurement path) imports this
 module for nothing but the standard library.
 """
@@ -135,3 +135,58 @@ def forget_incomplete_mark(mark: IncompleteMark) -> None:
     A mark already gone is fine: another invocation in the same directory
     completed that job meanwhile (it removed its own mark)."""
     mark.path.unlink(missing_ok=True)
+
+
+# ---- local Python scripts in this process ---------------------------------------------
+#: a rule's run function's positional arguments, in the order Snakemake's
+#: run_wrapper (snakemake.executors.local) passes them
+RUN_ARGS = ("input", "output", "params", "wildcards", "threads", "resources", "log", "rule", "conda_env",
+            "container_img", "singularity_args", "use_singularity", "env_modules", "bench_record", "jobid",
+            "is_shell", "bench_iteration", "cleanup_scripts", "shadow_dir", "edit_notebook", "conda_base_path",
+            "basedir", "sourcecache_path", "runtime_sourcecache_path", "runtime_paths")  # fmt: skip
+
+
+def scripts_in_process(workflow: Any, run_script: Callable[[Path, Any], None]) -> list[str]:
+    """Make the local rules' Python `script:` jobs run in this process; the
+    names of the rules changed.
+
+    A `script:` job starts a new Python, which unpickles the job and imports
+    pandas (and scipy, altair, a database driver) again: 0.6-1.5 s a job,
+    against 0.05-0.3 s of work for a campaign's aggregate, analysis, tables,
+    pages and history. Only rules declared `localrule: True` (short, reading
+    a whole campaign), not builds and fetches. Snakemake compiles `script:` into the rule's
+    `run_func`, which its run_wrapper calls with RUN_ARGS in a thread of
+    this process (`force-use-threads`); the wrapper here calls
+    `run_script(path, snakemake_object)` instead, with the object Snakemake
+    would have pickled for the script (snakemake.iocontainers.Snakemake).
+    Snakemake's own path stays for what it must isolate: a job with a conda
+    environment, a container or environment modules (`--sdm`), a benchmark
+    record, or a shadow directory. Checked on 9.27.1."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.iocontainers import Snakemake
+
+    changed = []
+    for rule in workflow.rules:
+        script = getattr(rule, "script", None)
+        # Declared local rules only (workflow._localrules): builds and fetches stay processes of their own.
+        if not script or not str(script).endswith(".py") or rule.name not in workflow._localrules or rule.shadow_depth:
+            continue
+        original = rule.run_func
+
+        def run(*args: Any, _original: Callable[..., Any] = original, _script: str = str(script)) -> Any:
+            job = dict(zip(RUN_ARGS, args, strict=False))
+            if job["conda_env"] or job["container_img"] or job["env_modules"] or job["bench_record"] is not None \
+                    or job["shadow_dir"]:  # fmt: skip
+                return _original(*args)
+            path = Path(job["basedir"].get_path_or_uri(secret_free=True)) / _script
+            smk = Snakemake(job["input"], job["output"], job["params"], job["wildcards"], job["threads"],
+                            job["resources"], job["log"], workflow.config, job["rule"], job["bench_iteration"],
+                            str(path.parent))  # fmt: skip
+            try:
+                run_script(path, smk)
+            except Exception as exc:  # as Snakemake reports a script that failed: one message, no traceback here
+                raise WorkflowError(str(exc)) from None
+
+        rule.run_func = run
+        changed.append(rule.name)
+    return changed
