@@ -419,6 +419,25 @@ def main() -> None:
     load_before = os.getloadavg()
     load_rounds: list[tuple[float, float, float]] = []  # after each round: the load during the measurement
     start = time.time()
+
+    def make_report() -> tuple[list[dict], dict]:
+        rows = []
+        for comp in comps:
+            r = results[comp.name]
+            rows.append({"name": comp.name, "unit": comp.unit, "ours_argv": " ".join(comp.ours), "lmbench3_argv": " ".join(comp.theirs or ()),
+                         "differs": comp.differs, "ours": r["ours"], "lmbench3": r["theirs"], "ours_summary": summary(r["ours"]),
+                         "lmbench3_summary": summary(r["theirs"]), "ratio_median": statistics.median(r["ratio"]) if r["ratio"] else None,
+                         "ratios": r["ratio"], "ratio_range": [min(r["ratio"]), max(r["ratio"])] if r["ratio"] else None})  # fmt: skip
+        report = {
+            "machine": machine(), "placement": args.placement, "enough_us": args.enough_us, "repetitions": args.repetitions,
+            "rounds": args.rounds, "lmbench3": str(theirs_bin) if theirs_bin else None,
+            "lmbench3_fixes": [{"file": f, "why": why} for f, _t, _r, why in FIXES] if fixed_bin else [], "load_before": load_before,
+            "load_after": os.getloadavg(), "load_rounds": load_rounds, "cpus_allowed": sorted(os.sched_getaffinity(0)), "wall_s": round(time.time() - start, 1),
+            "derived": {"bw_mem wr/bzero 4 MB (ours, per-round median)": statistics.median(wr_over_bzero) if wr_over_bzero else None},
+            "rows": rows,
+        }  # fmt: skip
+        return rows, report
+
     for rnd in range(args.rounds):
         memo: dict = {}
         shift = rnd * max(1, len(comps) // args.rounds)
@@ -442,21 +461,10 @@ def main() -> None:
         if wr and bz:
             wr_over_bzero.append(wr / bz)
         load_rounds.append(os.getloadavg())
-    rows = []
-    for comp in comps:
-        r = results[comp.name]
-        rows.append({"name": comp.name, "unit": comp.unit, "ours_argv": " ".join(comp.ours), "lmbench3_argv": " ".join(comp.theirs or ()),
-                     "differs": comp.differs, "ours": r["ours"], "lmbench3": r["theirs"], "ours_summary": summary(r["ours"]),
-                     "lmbench3_summary": summary(r["theirs"]), "ratio_median": statistics.median(r["ratio"]) if r["ratio"] else None,
-                     "ratios": r["ratio"], "ratio_range": [min(r["ratio"]), max(r["ratio"])] if r["ratio"] else None})  # fmt: skip
-    report = {
-        "machine": machine(), "placement": args.placement, "enough_us": args.enough_us, "repetitions": args.repetitions,
-        "rounds": args.rounds, "lmbench3": str(theirs_bin) if theirs_bin else None,
-        "lmbench3_fixes": [{"file": f, "why": why} for f, _t, _r, why in FIXES] if fixed_bin else [], "load_before": load_before,
-        "load_after": os.getloadavg(), "load_rounds": load_rounds, "cpus_allowed": sorted(os.sched_getaffinity(0)), "wall_s": round(time.time() - start, 1),
-        "derived": {"bw_mem wr/bzero 4 MB (ours, per-round median)": statistics.median(wr_over_bzero) if wr_over_bzero else None},
-        "rows": rows,
-    }  # fmt: skip
+        # Written after every round too: a run stopped in a later round keeps what it measured.
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps({**make_report()[1], "rounds_done": rnd + 1}, indent=2) + "\n")
+    rows, report = make_report()
     for daemon in daemons:  # the rpcbind this script started
         daemon.terminate()
         daemon.wait()
