@@ -222,8 +222,8 @@ def lmbench3_bin(path: Path) -> Path:
 
 
 def lmbench3_fixed(bindir: Path, work: Path) -> Path | None:
-    """The bin directory of a copy of lmbench3's tree (bindir's, two levels up) with FIXES applied, built; None
-    (and why, on stderr) when the tree or a fix's text is not there."""
+    """The bin directory of a copy of lmbench3's tree (bindir's, two levels up) with FIXES applied, built as
+    lmbench3_bin builds; None (and why, on stderr) when the tree or a fix's text is not there."""
     tree = bindir.parents[1]
     copy = work / "lmbench3-fixed"
     if not (tree / "src").is_dir():
@@ -240,12 +240,7 @@ def lmbench3_fixed(bindir: Path, work: Path) -> Path | None:
             )
             return None
         source.write_text(content.replace(text, replacement), errors="surrogateescape")
-    built = subprocess.run(["make", "-C", str(copy / "src")], capture_output=True, text=True, check=False)
-    found = sorted(copy.glob("bin/*/lat_syscall"))
-    if built.returncode or not found:
-        print(f"building the fixed copy of lmbench3 failed: {built.stderr[-500:]}", file=sys.stderr)
-        return None
-    return found[0].parent
+    return lmbench3_bin(copy)
 
 
 def machine() -> dict[str, object]:
@@ -420,7 +415,7 @@ def main() -> None:
     load_rounds: list[tuple[float, float, float]] = []  # after each round: the load during the measurement
     start = time.time()
 
-    def make_report() -> tuple[list[dict], dict]:
+    def make_report() -> dict:
         rows = []
         for comp in comps:
             r = results[comp.name]
@@ -436,7 +431,7 @@ def main() -> None:
             "derived": {"bw_mem wr/bzero 4 MB (ours, per-round median)": statistics.median(wr_over_bzero) if wr_over_bzero else None},
             "rows": rows,
         }  # fmt: skip
-        return rows, report
+        return report
 
     for rnd in range(args.rounds):
         memo: dict = {}
@@ -463,8 +458,8 @@ def main() -> None:
         load_rounds.append(os.getloadavg())
         # Written after every round too: a run stopped in a later round keeps what it measured.
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps({**make_report()[1], "rounds_done": rnd + 1}, indent=2) + "\n")
-    rows, report = make_report()
+        args.output.write_text(json.dumps({**make_report(), "rounds_done": rnd + 1}, indent=2) + "\n")
+    report = make_report()
     for daemon in daemons:  # the rpcbind this script started
         daemon.terminate()
         daemon.wait()
@@ -474,7 +469,7 @@ def main() -> None:
     print(
         "| measure | unit | ours (median, CV) | lmbench3 (median, CV) | ours / lmbench3 (rounds' range) |\n|---|---|---|---|---|"
     )
-    for row in rows:
+    for row in report["rows"]:
         o, t = row["ours_summary"], row["lmbench3_summary"]
 
         def fmt(s: dict) -> str:

@@ -4,13 +4,14 @@ Five things the workflow does go past Snakemake's documented interface, each
 for speed or for a resume that keeps finished runs: the garbage-collector
 pause while planning, dropping the local job-rate limiter, cached input
 function signatures, forgetting the "incomplete" marks of runs that
-finished, and the local rules' Python scripts run in the Snakemake process. Each function says which Snakemake version it was checked on;
+finished, and the local rules' Python scripts run in the Snakemake process.
+Each function says which Snakemake version it was checked on;
 tests/test_snakemake_internals.py fails when an upgrade breaks one of them,
 so an upgrade starts there.
 
-Nothing here imports Snakemake at import time: the workflow has it loaded already, and the
-run stage (perfsnake.stages.run, the lean measurement path) imports this
-module for nothing but the standard library.
+Nothing here imports Snakemake at import time: the workflow has it loaded
+already, and the run stage (perfsnake.stages.run, the lean measurement path)
+imports this module for nothing but the standard library.
 """
 
 from __future__ import annotations
@@ -146,17 +147,17 @@ RUN_ARGS = ("input", "output", "params", "wildcards", "threads", "resources", "l
             "basedir", "sourcecache_path", "runtime_sourcecache_path", "runtime_paths")  # fmt: skip
 
 
-def scripts_in_process(workflow: Any, run_script: Callable[[Path, Any], None]) -> list[str]:
-    """Make the local rules' Python `script:` jobs run in this process; the
-    names of the rules changed.
+def scripts_in_process(workflow: Any, run_script: Callable[[Path, Any], None]) -> None:
+    """Make the local rules' Python `script:` jobs run in this process.
 
     A `script:` job starts a new Python, which unpickles the job and imports
     pandas (and scipy, altair, a database driver) again: 0.6-1.5 s a job,
     against 0.05-0.3 s of work for a campaign's aggregate, analysis, tables,
     pages and history. Only rules declared `localrule: True` (short, reading
-    a whole campaign), not builds and fetches. Snakemake compiles `script:` into the rule's
-    `run_func`, which its run_wrapper calls with RUN_ARGS in a thread of
-    this process (`force-use-threads`); the wrapper here calls
+    a whole campaign), not builds and fetches. Snakemake compiles `script:`
+    into the rule's `run_func`, which the local executor's run_wrapper calls
+    with RUN_ARGS in a thread of this process (a script job always, with or
+    without `force-use-threads`); the wrapper here calls
     `run_script(path, snakemake_object)` instead, with the object Snakemake
     would have pickled for the script (snakemake.iocontainers.Snakemake).
     Snakemake's own path stays for what it must isolate: a job with a conda
@@ -165,7 +166,6 @@ def scripts_in_process(workflow: Any, run_script: Callable[[Path, Any], None]) -
     from snakemake.exceptions import WorkflowError
     from snakemake.iocontainers import Snakemake
 
-    changed = []
     for rule in workflow.rules:
         script = getattr(rule, "script", None)
         # Declared local rules only (workflow._localrules): builds and fetches stay processes of their own.
@@ -188,5 +188,3 @@ def scripts_in_process(workflow: Any, run_script: Callable[[Path, Any], None]) -
                 raise WorkflowError(str(exc)) from None
 
         rule.run_func = run
-        changed.append(rule.name)
-    return changed

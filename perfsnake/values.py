@@ -1,4 +1,4 @@
-"""Reading untyped values as numbers: cells of parsed CSV rows and JSON documents.
+"""Reading untyped values: numbers in cells of parsed CSV rows and JSON documents, flags in the configuration.
 
 Rows read back from files are `dict[str, object]`; `float(row["x"])` on an
 `object` is what mypy rightly refuses. `number` says what is meant: the value
@@ -15,3 +15,9 @@ def number(value: object) -> float:
     if isinstance(value, numbers.Real | str | bytes):
         return float(value)
     raise TypeError(f"not a number: {value!r}")
+
+
+def config_flag(config: dict, key: str, default: bool = False) -> bool:
+    """A configuration flag: YAML's true/false, or the text `--config key=true` gives (Snakemake passes it on as a
+    string): true, yes or 1, in any case."""
+    return str(config.get(key, default)).lower() in ("true", "yes", "1")

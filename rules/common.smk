@@ -19,6 +19,7 @@ from perfsnake.stages import run as run_stage
 from perfsnake.stages import summary as summary_stage
 from perfsnake.stages import why as why_stage
 from perfsnake.script_helpers import flow, run_in_process
+from perfsnake.values import config_flag
 
 # The collect and precision stages import numpy, scipy and ruptures (seconds
 # of start-up); they are imported when one of their jobs or input functions

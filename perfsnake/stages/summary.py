@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfsnake import layout
+from perfsnake.values import config_flag
 
 if TYPE_CHECKING:
     from perfsnake.planning import CampaignIndex
@@ -36,7 +37,7 @@ class Outcome:
 
 
 def strict_mode(config: dict) -> bool:
-    return str(config.get("strict")).lower() in ("true", "yes", "1") or os.environ.get(STRICT_ENV, "") not in (
+    return config_flag(config, "strict") or os.environ.get(STRICT_ENV, "") not in (
         "",
         "0",
         "false",
