@@ -21,7 +21,9 @@ peak RSS on a fresh directory. From two sizes: the marginal orchestration
 per run (wall time per extra run) and the fixed start-up (what is left at
 the smaller size). The builds (the launcher) are made before the clock
 starts; perfsnake's runs use a host lock of their own (the machine's would
-make them wait for other users' benchmarks).
+make them wait for other users' benchmarks). Each round's trees stay until
+the benchmark ends: deleting a measured way's files slows the next way's
+file creations for minutes on an ext4 without a journal (these VMs).
 
 `--before CHECKOUT` (another checkout of perfsnake, e.g. `git archive HEAD |
 tar -x -C /tmp/before`) measures each perfsnake way with that checkout too
@@ -245,9 +247,14 @@ def main() -> None:
         args.ways = [w for w in args.ways if w != "shell"]
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="batch-overhead-") as tmp:
-        base = Path(tmp)
-        lock = base / "host.lock"
         for round_number in range(args.rounds):
+            # Every tree stays until the end: on an ext4 without a journal (these VMs) an
+            # inode freed in the last 60 s (300 s more while its block is dirty) is skipped,
+            # one check each, by every file creation after it, so deleting a measured way's
+            # tens of thousands of files would slow the next way's runs for minutes.
+            base = Path(tmp) / f"round{round_number + 1}"
+            base.mkdir()
+            lock = base / "host.lock"
             for size in args.sizes:
                 # Rotated each round and size: no way always runs first on a cold or warm machine.
                 shift = (round_number + args.sizes.index(size)) % len(args.ways)
@@ -273,8 +280,6 @@ def main() -> None:
                         )
                         print(f"round {round_number + 1} {size:>6} {row['way']:>15}: {row['wall_s']:.1f} s "
                               f"(measured in {time.monotonic() - started:.0f} s)", flush=True)  # fmt: skip
-                        shutil.rmtree(base / f"{way}-{size}", ignore_errors=True)
-                        shutil.rmtree(base / f"{way}-before-{size}", ignore_errors=True)
     if args.dry_only:
         for row in rows:
             print(f"{row['runs']:>7} {row['way']:>10}: dry run {row['dry']['wall_s']:.1f} s, "

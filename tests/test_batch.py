@@ -450,3 +450,19 @@ def test_a_batchs_runs_leave_fsync_to_one_sync_of_the_batch(tmp_path):
     assert jobs_run(proc, "run_batch") == 1
     for run in interleaved():
         assert statuses(tmp_path, "c")[run]["status"] == "ok"
+
+
+def test_a_batched_runs_spec_is_command_sh_header_or_an_earlier_versions_file(tmp_path):
+    """What a batched run was measured under is the `# spec:` line of its
+    command.sh (one file fewer per run); a directory an earlier version made
+    keeps its runs through their `.run-spec`."""
+    from perfsnake.stages import run as run_stage
+
+    new, old, none = (tmp_path / name for name in ("new", "old", "none"))
+    for d in (new, old, none):
+        d.mkdir()
+    (new / "command.sh").write_text(run_stage.command_text(new, "true", header={"run": 1, "spec": "abc"}))
+    (old / "command.sh").write_text(run_stage.command_text(old, "echo '# spec: not a header'"))
+    (old / ".run-spec").write_text("def\n")
+    (none / "command.sh").write_text(run_stage.command_text(none, "true", header={"run": 1}))
+    assert [run_stage._recorded_spec(d) for d in (new, old, none)] == ["abc", "def", None]

@@ -282,3 +282,32 @@ def test_the_boot_is_read_once_per_process(monkeypatch):
     assert len(calls) == 1 and len(thp) == 3
     monkeypatch.setattr(machine_state, "_this_boot", (-1, "old", "other"))  # another process's (a fork)
     assert machine_state.identity()["boot_id"] == "b00t" and len(calls) == 2
+
+
+def test_collect_reads_the_launchers_snapshots_and_an_earlier_versions_machine_json(tmp_path):
+    """The load and other processes' CPU come from status.json's `machine`
+    (psrun, around its clock); a run recorded before psrun took them has
+    them in machine.json, still read. The identity is machine.json's either way."""
+    from perfsnake.benchmarks.command import CommandBenchmark
+    from perfsnake.stages.collect import collect_run
+
+    identity = {"hostname": "h", "kernel": "k"}
+    status = {"status": "ok", "exit_code": 0, "wall_s": 1.0, "start": "s", "end": "e", "start_epoch": 1.0,
+              "end_epoch": 2.0, "utime_s": 0.5, "stime_s": 0.1}  # fmt: skip
+    now = {"before": {"load1": 0.5, "busy_s": 10.0, "mem_available_mb": 900.0, "cpu_mhz": None},
+           "after": {"load1": 0.6, "busy_s": 11.0, "mem_available_mb": 890.0, "cpu_mhz": None}}  # fmt: skip
+    earlier = {"before": {**now["before"], "load1": 3.0}, "after": {**now["after"], "busy_s": 13.0}}
+    bench = CommandBenchmark({"type": "command", "command": "true"}, "c.yaml")
+    got = {}
+    for way, (in_status, in_file) in {"now": (now, {}), "earlier": (None, earlier)}.items():
+        rdir = tmp_path / way
+        rdir.mkdir()
+        (rdir / "status.json").write_text(json.dumps({**status, **({"machine": in_status} if in_status else {})}))
+        (rdir / "stdout.txt").write_text("")
+        (rdir / machine_state.STATE_FILE).write_text(json.dumps({**in_file, machine_state.IDENTITY: identity}))
+        got[way] = collect_run(rdir, bench, {}, {}, "c", 1)
+    assert got["now"]["machine"]["load1"] == 0.5
+    assert got["now"]["machine"]["other_cpu_s"] == pytest.approx(0.4)  # 1.0 s busy - the run's 0.6
+    assert got["earlier"]["machine"]["load1"] == 3.0
+    assert got["earlier"]["machine"]["other_cpu_s"] == pytest.approx(2.4)
+    assert got["now"]["machine_state"] == got["earlier"]["machine_state"] == identity

@@ -51,6 +51,22 @@ def test_ok_run_captures_output_and_time(psrun, tmp_path):
     assert (tmp_path / "stderr.txt").read_text() == "err\n"
 
 
+def test_status_holds_the_machine_just_before_and_after_the_run(psrun, tmp_path):
+    """Load, busy time, memory and frequency, read by the launcher around its
+    clock (not the wait for the lock, not the hooks): the machine's busy time
+    across the run holds at least the run's own CPU time."""
+    launch(psrun, tmp_path, "/bin/sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
+    s = status(tmp_path)
+    before, after = s["machine"]["before"], s["machine"]["after"]
+    assert set(before) == set(after) == {"load1", "busy_s", "mem_available_mb", "cpu_mhz"}
+    assert before["load1"] >= 0 and after["mem_available_mb"] > 0
+    own = s["utime_s"] + s["stime_s"]
+    # /proc/stat counts whole clock ticks (1/100 s) per CPU: a tick or two of rounding.
+    assert after["busy_s"] - before["busy_s"] >= own - 0.05
+    has_cpufreq = any(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_cur_freq"))
+    assert (after["cpu_mhz"] is not None) == has_cpufreq
+
+
 def test_failure_is_recorded_not_raised(psrun, tmp_path):
     proc = launch(psrun, tmp_path, "/bin/sh", "-c", "echo boom >&2; exit 3")
     assert proc.returncode == 0
@@ -529,6 +545,39 @@ def test_serve_runs_each_request_as_the_single_launcher_does(psrun, tmp_path):
     assert {s["pid"] for s in states} == {str(proc.pid)} and len({s["guardian"] for s in states}) == 1
     assert not alive(int(states[0]["guardian"]))
     assert not any((d / ".psrun.state").exists() for d in runs.values())
+
+
+def test_serve_moves_its_state_file_from_run_to_run_and_never_writes_through_a_planted_one(psrun, tmp_path):
+    """Serving, the state file is not deleted and created again for each run
+    (a freed inode slows file creation on an ext4 without a journal): the
+    same file moves into the next run's directory. What a benchmark put in
+    its place is not reused, nor written through."""
+    proc, sock = serve(psrun)
+    victim = tmp_path / "victim"
+    victim.write_text("untouched\n")
+    runs = [tmp_path / f"r{k}" for k in range(3)]
+    plant = f"rm .psrun.state; ln -s {victim} .psrun.state"
+    for k, run_dir in enumerate(runs):
+        run_dir.mkdir()
+        then = f"; {plant}" if k == 1 else ""
+        request(
+            sock,
+            run_dir,
+            "/bin/sh",
+            "-c",
+            f"cd {run_dir}; stat -c %i .psrun.state > inode; {state_copy(run_dir)}{then}",
+        )
+        assert sock.recv(16) == b"0"
+        assert status(run_dir)["status"] == "ok"
+    inodes = [(d / "inode").read_text().strip() for d in runs]
+    assert inodes[0] == inodes[1]  # moved, not made again
+    assert victim.read_text() == "untouched\n" and victim.stat().st_nlink == 1
+    assert not (runs[2] / "state.copy").is_symlink()
+    assert (runs[2] / "state.copy").read_text().startswith(f"pid {proc.pid}\n")
+    sock.close()
+    assert proc.wait(timeout=60) == 0
+    # Nothing of it left: not the moved file, not the planted link.
+    assert not any(os.path.lexists(d / ".psrun.state") for d in runs)
 
 
 def test_serve_contains_each_run(psrun, tmp_path, containment):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import platform
@@ -17,10 +18,22 @@ from perfsnake.machine.sysinfo import online_cpus, parse_cpu_list
 
 
 def _read(path: str) -> str | None:
+    """A file's text, stripped (None when unreadable). By descriptor: the
+    machine's state is a dozen such reads before every run, and a Path's
+    text layer costs more than the kernel's read of a sysfs file."""
     try:
-        return Path(path).read_text().strip()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode(errors="replace").strip()
 
 
 def _cmd(argv: list[str], cwd: Path | None = None) -> str | None:
@@ -79,15 +92,15 @@ def turbo_files() -> list[tuple[str, str]]:
     per-CPU cpb. Only the first kind present counts: the global switch
     already governs the per-policy ones."""
     no_turbo = f"{CPU_DIR}/intel_pstate/no_turbo"
-    if Path(no_turbo).is_file():
+    if os.path.isfile(no_turbo):
         return [(no_turbo, "1")]
     boost = f"{CPU_DIR}/cpufreq/boost"
-    if Path(boost).is_file():
+    if os.path.isfile(boost):
         return [(boost, "0")]
-    policies = sorted(str(p) for p in Path(CPU_DIR).glob("cpufreq/policy*/boost"))
+    policies = sorted(glob.glob(f"{CPU_DIR}/cpufreq/policy*/boost"))
     if policies:
         return [(p, "0") for p in policies]
-    return [(p, "0") for c in online_cpus() if Path(p := f"{CPU_DIR}/cpu{c}/cpufreq/cpb").is_file()]
+    return [(p, "0") for c in online_cpus() if os.path.isfile(p := f"{CPU_DIR}/cpu{c}/cpufreq/cpb")]
 
 
 def turbo() -> str | None:
@@ -225,7 +238,7 @@ def mem_total() -> str | None:
 def governor_files() -> dict[int, str]:
     """Online CPU -> its cpufreq governor file (none on a machine without cpufreq)."""
     files = {c: f"{CPU_DIR}/cpu{c}/cpufreq/scaling_governor" for c in online_cpus()}
-    return {c: f for c, f in files.items() if Path(f).is_file()}
+    return {c: f for c, f in files.items() if os.path.isfile(f)}
 
 
 def governor_by_cpu() -> dict[int, str]:

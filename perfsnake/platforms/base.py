@@ -47,7 +47,8 @@ class PlatformProtocol(Protocol):
 
     def launch(self, workdir: Path, run_dir: Path, script: str, timeout_s: float | None,
                params: Mapping[str, object] | None = None) -> int:  # fmt: skip
-        """Run command.sh under the launcher there; the launcher's exit status."""
+        """Run the run directory's command.sh (written already; `script` is its
+        text) under the launcher there; the launcher's exit status."""
         ...
 
     def build(self, script_file: Path, build_dir: Path, log_file: Path, inputs: list[Path]) -> int:
@@ -68,8 +69,12 @@ class PlatformProtocol(Protocol):
         ...
 
 
+#: the run's script in its run directory, written before a platform launches it (perfsnake.stages.run.execute)
+COMMAND_FILE = "command.sh"
+
+
 def write_command(run_dir: Path, script: str) -> Path:
-    cmd_file = run_dir / "command.sh"
+    cmd_file = run_dir / COMMAND_FILE
     safefile.write_text(cmd_file, script, mode=0o755)  # never through a link left by an earlier attempt
     return cmd_file
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from perfsnake import layout
 from perfsnake.errors import CampaignError
-from perfsnake.platforms.base import PLATFORM_FILE, command_output, remote_launch, render_plain, write_command
+from perfsnake.platforms.base import COMMAND_FILE, PLATFORM_FILE, command_output, remote_launch, render_plain
 from perfsnake.platforms.local import Local
 from perfsnake.shell_template import placeholders
 
@@ -106,11 +106,10 @@ class Container:
         argv += [*self.options, self.image, str(workdir / self.launcher), "--watch-stdin", "--dir", str(run_dir)]
         if timeout_s:
             argv += ["--timeout", repr(float(timeout_s))]
-        return [*argv, "--", str(run_dir / "command.sh")]
+        return [*argv, "--", str(run_dir / COMMAND_FILE)]
 
     def launch(self, workdir: Path, run_dir: Path, script: str, timeout_s: float | None,
                params: Mapping[str, object] | None = None) -> int:  # fmt: skip
-        write_command(run_dir, script)
         argv = self.run_argv(workdir, run_dir, timeout_s, params or {})
         try:
             code = remote_launch(argv, timeout_s)

@@ -14,7 +14,7 @@ from pathlib import Path
 from perfsnake import layout
 from perfsnake.errors import CampaignError
 from perfsnake.hostlock import held_fd, launcher_args
-from perfsnake.platforms.base import PlatformError, command_output, write_command
+from perfsnake.platforms.base import COMMAND_FILE, PlatformError, command_output
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class Local:
     def launch(self, workdir: Path, run_dir: Path, script: str, timeout_s: float | None,
                params: Mapping[str, object] | None = None) -> int:  # fmt: skip
         self._check_node()
-        cmd_file = write_command(run_dir, script)
+        cmd_file = run_dir / COMMAND_FILE
         servers = getattr(_serving, "servers", None)
         if servers is not None and not self.durable_status:
             # A batch's run: one psrun serves them all (see LaunchServer).

@@ -142,12 +142,17 @@ def collect_run(
     facts = _remote_facts(run_dir)
     if facts:
         result["platform"] = facts
-    if state_file.exists() and not facts:  # over ssh it would describe this machine, not the one that ran
-        snap = json.loads(state_file.read_text())
+    # The launcher's snapshots around the run, taken where it ran (a remote
+    # host, a container); runs recorded before it took them have theirs in machine.json.
+    recorded = json.loads(state_file.read_text()) if state_file.exists() else {}
+    around = status.get("machine") if isinstance(status.get("machine"), dict) else None
+    if around is None and recorded and not facts:  # machine.json over ssh describes this machine, not the one that ran
+        around = recorded
+    if around is not None:
         cpu = (status.get("utime_s") or 0.0) + (status.get("stime_s") or 0.0)
-        result["machine"] = machine_state.summarise(snap.get("before", {}), snap.get("after", {}), cpu)
-        if isinstance(snap.get(machine_state.IDENTITY), dict):
-            result["machine_state"] = snap[machine_state.IDENTITY]  # state_drift: collect_campaign
+        result["machine"] = machine_state.summarise(around.get("before") or {}, around.get("after") or {}, cpu)
+    if isinstance(recorded.get(machine_state.IDENTITY), dict) and not facts:
+        result["machine_state"] = recorded[machine_state.IDENTITY]  # state_drift: collect_campaign
     unparsed = [name for name, value in own_metrics.items() if value is None]
     if state == "ok" and unparsed:
         result["unparsed"] = unparsed

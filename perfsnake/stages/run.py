@@ -32,6 +32,7 @@ from perfsnake.instruments.base import Context
 from perfsnake.machine import state as machine_state
 from perfsnake.platforms import Local
 from perfsnake.platforms import local as local_platform
+from perfsnake.platforms.base import COMMAND_FILE, write_command
 from perfsnake.stages import layout_builds, servers
 
 if TYPE_CHECKING:
@@ -183,6 +184,7 @@ def execute(
     run_dir.mkdir(parents=True, exist_ok=True)
     # An earlier measurement's copy is no longer this run's record.
     (run_dir / STATUS_COPY).unlink(missing_ok=True)
+    write_command(run_dir, script)  # before the hooks: a run they stop has it too
     with host_lock() if local_lock else contextlib.nullcontext(-1):
         if on_lock is not None:
             on_lock()
@@ -415,8 +417,10 @@ def _plan(index: CampaignIndex) -> None:
 
 
 def run_script(index: CampaignIndex, name: str, record_path: str, run: int, workdir: Path,
-               extra: dict[str, object] | None = None, server: servers.Server | None = None) -> tuple[Path, str]:  # fmt: skip
-    """The run directory and the text of its command.sh (absolute paths, re-runnable by hand)."""
+               extra: dict[str, object] | None = None, server: servers.Server | None = None,
+               spec: str | None = None) -> tuple[Path, str]:  # fmt: skip
+    """The run directory and the text of its command.sh (absolute paths,
+    re-runnable by hand); `spec`: a batched run's stamp, in its header."""
     c = index.campaigns[name]
     record = c.by_path[record_path]
     bench = c.benchmark
@@ -426,7 +430,9 @@ def run_script(index: CampaignIndex, name: str, record_path: str, run: int, work
     source = bench.source_for(params)
     src_dir = layout.here(layout.source_dir(source_key(source)), workdir) if source else None
     ctx = RunContext(params, build_dir, rdir, c.duration_s, src_dir, str(server.directory) if server else None)
-    header = {"campaign": name, "record": record_path, "run": run}
+    header: dict[str, object] = {"campaign": name, "record": record_path, "run": run}
+    if spec is not None:
+        header[SPEC_KEY] = spec
     body = c.instruments.compose(Context(params, rdir, workdir), bench.run_command(ctx))
     env: dict[str, object] = {}
     if c.floor_of:  # a layout build's run: the initial stack moves with the environment's size
@@ -435,16 +441,17 @@ def run_script(index: CampaignIndex, name: str, record_path: str, run: int, work
     return rdir, command_text(rdir, body, env, header=header)
 
 
-def execute_run(index: CampaignIndex, name: str, record_path: str, run: int, batched: bool = False) -> None:
+def execute_run(index: CampaignIndex, name: str, record_path: str, run: int, spec: str | None = None) -> None:
     """One run job: hooks, the launcher (the timed part), progress on stderr.
-    `batched`: a run of a batch job, whose status.json the batch makes
-    durable once, before its marker (see execute_batch), not one fsync a run."""
+    `spec`: a run of a batch job, measured under this spec stamp (run_stamp),
+    which its command.sh records; its status.json the batch makes durable
+    once, before its marker (see execute_batch), not one fsync a run."""
     workdir = Path.cwd()
     c = index.campaigns[name]
     # A port the run's daemon and benchmark may share ({free_port}).
     extra: dict[str, object] = {"free_port": free_port()}
     server = servers.for_run(index, name, record_path, workdir)
-    rdir, script = run_script(index, name, record_path, run, workdir, extra, server)
+    rdir, script = run_script(index, name, record_path, run, workdir, extra, server, spec)
     if not _DONE_BEFORE:
         _plan(index)
     if name not in _DONE_BEFORE:
@@ -455,21 +462,21 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int, bat
 
     where = c.platform_of(c.by_path[record_path])
 
-    if batched and isinstance(where, Local):
+    if spec is not None and isinstance(where, Local):
         # Atomic but not fsynced one by one: the batch syncs once before its marker.
         where = dataclasses.replace(where, durable_status=False)
 
     def launch(run_dir: Path, text: str, timeout_s: float | None) -> int:
         return where.launch(workdir, run_dir, text, timeout_s, params)
 
-    before: dict[str, object] = {"before": machine_state.snapshot()}
-
     def record_state() -> None:
         """The state's identity, once the host is ours and before the hooks
         (whose settings are the campaign's, not drift); written at once, so a
-        run whose workflow is killed still has it for a resume's check."""
-        before[machine_state.IDENTITY] = machine_state.identity()
-        safefile.write_text(rdir / machine_state.STATE_FILE, json.dumps(before) + "\n")
+        run whose workflow is killed still has it for a resume's check. (The
+        load, busy time and memory around the run are the launcher's, in
+        status.json: taken where the run executes, right around it.)"""
+        state = {machine_state.IDENTITY: machine_state.identity()}
+        safefile.write_text(rdir / machine_state.STATE_FILE, json.dumps(state) + "\n")
 
     # Over ssh the runs execute on another machine: this one's state says nothing of them.
     on_lock = record_state if where.kind != "ssh" else None
@@ -481,16 +488,15 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int, bat
             local_lock=local_lock)  # fmt: skip
     if server is not None:
         servers.after_run(server)
-    # After the run, outside the timed interval (the launcher's).
-    safefile.write_text(
-        rdir / machine_state.STATE_FILE, json.dumps({**before, "after": machine_state.snapshot()}) + "\n"
-    )
     line = failure_line(name, f"{record_path}/run-{run}", rdir)
     if line:
         say(line, {"kind": "failed", "campaign": name, "label": f"{record_path}/run-{run}"}, logging.WARNING)
 
 
-#: in a batched run's directory: what the run was measured under (its spec and builds), written before it starts
+#: command.sh's header key of a batched run: what it was measured under (its
+#: spec and builds, hashed: run_stamp), written before it starts
+SPEC_KEY = "spec"
+#: where perfsnake before 2026-11-28 kept that stamp (a results directory it made keeps its runs)
 SPEC_STAMP = ".run-spec"
 
 
@@ -531,14 +537,30 @@ def run_stamp(index: CampaignIndex, name: str, record_path: str, workdir: Path) 
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+def _recorded_spec(rdir: Path) -> str | None:
+    """The spec stamp a batched run's command.sh names in its header (or an
+    earlier version's .run-spec file); None when there is none."""
+    prefix = f"# {SPEC_KEY}: "
+    try:
+        with (rdir / COMMAND_FILE).open(errors="replace") as f:
+            for line in f:
+                if not line.startswith("#"):
+                    break  # the header ends where the script starts
+                if line.startswith(prefix):
+                    return line[len(prefix) :].strip()
+    except OSError:
+        pass
+    try:
+        return (rdir / SPEC_STAMP).read_text().strip()
+    except OSError:
+        return None
+
+
 def _finished_under(rdir: Path, stamp: str) -> bool:
     """The run ended (its launcher recorded how) under this stamp: a batch
     that runs again keeps it. A launcher still finishing after an
     interruption is waited for, as keep_finished_runs does."""
-    try:
-        if (rdir / SPEC_STAMP).read_text().strip() != stamp:
-            return False
-    except OSError:
+    if _recorded_spec(rdir) != stamp:
         return False
     status = rdir / STATUS_FILE
     if not _recorded(status):
@@ -562,10 +584,8 @@ def _execute_runs(index: CampaignIndex, name: str, runs: list[tuple[str, int]], 
         # attempt set aside by rerun-failed, under previous/, stays).
         for stale in (STATUS_FILE, "stderr.txt"):
             (rdir / stale).unlink(missing_ok=True)
-        rdir.mkdir(parents=True, exist_ok=True)
-        safefile.write_text(rdir / SPEC_STAMP, stamp + "\n")
         try:
-            execute_run(index, name, record_path, run, batched=True)
+            execute_run(index, name, record_path, run, spec=stamp)
         except Exception as exc:  # noqa: BLE001 - one aborted run does not stop its batch
             aborted.append(f"{label}: {exc}")
             say(f"[perfsnake] {name}: run {label} ABORTED: {exc}",

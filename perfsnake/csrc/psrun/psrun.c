@@ -223,6 +223,126 @@ static int each_process(int (*fn)(pid_t, const struct proc_info *, void *),
 	return n;
 }
 
+/* ---- the machine around the run ------------------------------------------ */
+
+/* What collect turns into a run's load, available memory, mean frequency and
+ * the CPU time other processes used while it ran (the machine's busy time
+ * minus the run's own): read just before the clock starts and just after it
+ * stops, outside the timed interval, so that the difference spans the run
+ * alone (not the wait for the host lock, not the hooks). Negative: this
+ * machine does not say. */
+struct machine_snap {
+	double load1, busy_s, mem_mb, mhz;
+};
+
+/* A small /proc or /sys file into buf (NUL-terminated); its length or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
+/* cpufreq's current-frequency files, found once per launcher (a serving
+ * launcher reads them before and after each of its runs). */
+static char **freq_files;
+static int n_freq_files = -1;
+
+static void find_freq_files(void)
+{
+	DIR *d = opendir("/sys/devices/system/cpu");
+	struct dirent *e;
+	char path[512];
+	int cap = 0;
+
+	n_freq_files = 0;
+	while (d && (e = readdir(d))) {
+		char **grown;
+
+		if (strncmp(e->d_name, "cpu", 3) || e->d_name[3] < '0' || e->d_name[3] > '9')
+			continue;
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/cpu/%s/cpufreq/scaling_cur_freq", e->d_name);
+		if (access(path, R_OK))
+			continue;
+		if (n_freq_files == cap) {
+			cap = cap ? 2 * cap : 16;
+			grown = realloc(freq_files, (size_t)cap * sizeof(*freq_files));
+			if (!grown)
+				break;
+			freq_files = grown;
+		}
+		if (!(freq_files[n_freq_files] = strdup(path)))
+			break;
+		n_freq_files++;
+	}
+	if (d)
+		closedir(d);
+}
+
+static void machine_snap(struct machine_snap *s)
+{
+	static long tck;
+	char buf[4096], *p;
+	unsigned long long v[8] = { 0 };
+	double load, sum = 0;
+	int i, n = 0;
+
+	s->load1 = getloadavg(&load, 1) == 1 ? load : -1;
+	/* The first line of /proc/stat: user nice system idle iowait irq
+	 * softirq steal, in clock ticks; busy is all of them but idle and iowait. */
+	s->busy_s = -1;
+	if (!tck)
+		tck = sysconf(_SC_CLK_TCK);
+	if (tck > 0 && read_small("/proc/stat", buf, 256) > 0 &&
+	    sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+		   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) >= 4)
+		s->busy_s = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)tck;
+	s->mem_mb = -1;
+	if (read_small("/proc/meminfo", buf, sizeof(buf)) > 0 &&
+	    (p = strstr(buf, "\nMemAvailable:")))
+		s->mem_mb = strtod(p + 14, NULL) / 1024;
+	if (n_freq_files < 0)
+		find_freq_files();
+	for (i = 0; i < n_freq_files; i++) {
+		if (read_small(freq_files[i], buf, 64) > 0) {
+			sum += strtod(buf, NULL) / 1000;
+			n++;
+		}
+	}
+	s->mhz = n ? sum / n : -1;
+}
+
+static void json_number(FILE *f, const char *name, double value, const char *format)
+{
+	fprintf(f, "\"%s\": ", name);
+	if (value < 0)
+		fputs("null", f);
+	else
+		fprintf(f, format, value);
+}
+
+static void json_snap(FILE *f, const struct machine_snap *s)
+{
+	fputc('{', f);
+	json_number(f, "load1", s->load1, "%.2f");
+	fputs(", ", f);
+	json_number(f, "busy_s", s->busy_s, "%.2f");
+	fputs(", ", f);
+	json_number(f, "mem_available_mb", s->mem_mb, "%.1f");
+	fputs(", ", f);
+	json_number(f, "cpu_mhz", s->mhz, "%.1f");
+	fputc('}', f);
+}
+
 /* The sentinel's wait status once reaped (-1: alive); see sentinel_signal. */
 static int sentinel_status = -1;
 static pid_t sentinel_pid = -1; /* see start_sentinel */
@@ -816,31 +936,89 @@ static void guardian_idle(void)
 	}
 }
 
+/* --serve: the state file of the run before, kept open, and where it is
+ * (see write_state). */
+static int state_fd = -1;
+static char state_at[4200];
+
 /* Marks the run as started (for the next attempt's sweep) and says how it is
- * contained (read by the daemon hook). */
+ * contained (read by the daemon hook). Serving, the file of the run before
+ * is moved here and rewritten in place instead of being deleted and created
+ * again: on an ext4 without a journal each inode freed in the last minute
+ * is checked, one by one, by every file creation after it. Only our own
+ * file is reused (the descriptor we created it with names the inode found
+ * here); anything else a benchmark put in its place goes. */
 static void write_state(const char *dir)
 {
-	char path[4200];
-	int fd;
+	char path[4200], text[4400];
+	struct stat ours, here;
+	int fd, len;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
+	len = snprintf(text, sizeof(text), "pid %d\ncontainment %s\nguardian %d\n",
+		       (int)getpid(), containment, (int)guardian_pid);
+	if (len < 0 || len >= (int)sizeof(text))
+		return;
+	if (state_fd >= 0) {
+		int moved = !rename(state_at, path);
+
+		if (moved && !fstat(state_fd, &ours) && !lstat(path, &here) &&
+		    ours.st_ino == here.st_ino && ours.st_dev == here.st_dev &&
+		    here.st_nlink == 1 &&
+		    pwrite(state_fd, text, (size_t)len, 0) == len &&
+		    !ftruncate(state_fd, len)) {
+			snprintf(state_at, sizeof(state_at), "%s", path);
+			return;
+		}
+		if (!moved) /* another file system: not left behind */
+			unlink(state_at);
+		close(state_fd);
+		state_fd = -1;
+		state_at[0] = 0;
+	}
 	unlink(path);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		  0644);
 	if (fd < 0)
 		return;
-	if (dprintf(fd, "pid %d\ncontainment %s\nguardian %d\n", (int)getpid(),
-		    containment, (int)guardian_pid) < 0)
+	if (write(fd, text, (size_t)len) != len)
 		fprintf(stderr, "psrun: %s: %s\n", path, strerror(errno));
-	close(fd);
+	if (serving) {
+		state_fd = fd;
+		snprintf(state_at, sizeof(state_at), "%s", path);
+	} else {
+		close(fd);
+	}
 }
 
-static void clear_state(const char *dir)
+/* The run is over: its state file goes, or, after a recorded run of a
+ * serving psrun, waits to be moved into the next run's directory (a
+ * finished run's directory holding it meanwhile says nothing: its
+ * status.json is read first). */
+static void clear_state(const char *dir, int recorded)
 {
 	char path[4200];
 
+	if (serving && recorded && state_fd >= 0)
+		return;
 	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
 	unlink(path);
+	if (state_fd >= 0) {
+		close(state_fd);
+		state_fd = -1;
+		state_at[0] = 0;
+	}
+}
+
+/* A serving psrun ends: the state file kept for the next run goes. */
+static void drop_kept_state(void)
+{
+	if (state_fd < 0)
+		return;
+	unlink(state_at);
+	close(state_fd);
+	state_fd = -1;
+	state_at[0] = 0;
 }
 
 /* ---- the caller's process group ------------------------------------------- */
@@ -1072,7 +1250,8 @@ static void write_status(const char *dir, const char *status, int exit_code,
 			 int signo, const struct timespec *t0,
 			 const struct timespec *t1, const struct timespec *w0,
 			 const struct timespec *w1, const struct rusage *ru,
-			 int leftovers)
+			 int leftovers, const struct machine_snap *m0,
+			 const struct machine_snap *m1)
 {
 	char tmp[4096], path[4096], copy[4096], start[96], end[96], job[32] = "";
 	char node[256] = "";
@@ -1120,7 +1299,11 @@ static void write_status(const char *dir, const char *status, int exit_code,
 	json_name(f, containment);
 	fprintf(f, ", \"leftovers_killed\": %d, \"links\": ", leftovers);
 	list_links(f, dir);
-	fputs("}\n", f);
+	fputs(", \"machine\": {\"before\": ", f);
+	json_snap(f, m0);
+	fputs(", \"after\": ", f);
+	json_snap(f, m1);
+	fputs("}}\n", f);
 	if (fflush(f) || (status_fsync && fsync(fileno(f))) || fclose(f))
 		die(tmp);
 	/* A second name for the record, in place before status.json is: a
@@ -1145,6 +1328,7 @@ static int run_one(const char *dir, double timeout, double grace, int lock_fd,
 {
 	struct timespec t0, t1, w0, w1;
 	struct rusage ru;
+	struct machine_snap m0, m1;
 	int out, err, in, wstatus = 0, r, exit_code, signo = 0, cgfd, leftovers;
 	const char *status = "ok";
 	pid_t pid;
@@ -1171,6 +1355,7 @@ static int run_one(const char *dir, double timeout, double grace, int lock_fd,
 	memset(&ru, 0, sizeof(ru));
 	sentinel_settled();
 
+	machine_snap(&m0);
 	clock_gettime(CLOCK_REALTIME, &w0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	pid = fork_contained(cgfd);
@@ -1204,7 +1389,7 @@ static int run_one(const char *dir, double timeout, double grace, int lock_fd,
 		end_contained();
 		if (cgfd >= 0)
 			close(cgfd);
-		clear_state(dir);
+		clear_state(dir, 0);
 		guardian_release();
 		fprintf(stderr, "psrun: aborted by signal %d\n", -r);
 		return 128 - r;
@@ -1215,6 +1400,7 @@ static int run_one(const char *dir, double timeout, double grace, int lock_fd,
 		clock_gettime(CLOCK_REALTIME, &w1);
 		status = "timeout";
 	}
+	machine_snap(&m1);
 	/* Descendants left behind by the benchmark must not outlive the run. */
 	kill(-pid, SIGKILL);
 	leftovers = end_contained();
@@ -1237,8 +1423,8 @@ static int run_one(const char *dir, double timeout, double grace, int lock_fd,
 	if (r == 1)
 		status = exit_code == 0 ? "ok" : "failed";
 	write_status(dir, status, exit_code, signo, &t0, &t1, &w0, &w1, &ru,
-		     leftovers);
-	clear_state(dir);
+		     leftovers, &m0, &m1);
+	clear_state(dir, 1);
 	if (serving)
 		guardian_idle(); /* asked before status.json was written */
 	else
@@ -1268,6 +1454,7 @@ static int serve(double grace, pid_t parent, const sigset_t *old)
 		double timeout;
 
 		if (n == 0) {
+			drop_kept_state();
 			guardian_release();
 			return 0;
 		}
@@ -1279,6 +1466,7 @@ static int serve(double grace, pid_t parent, const sigset_t *old)
 		fields[nf] = NULL;
 		if (nf < 3 || !fields[1][0]) {
 			fprintf(stderr, "psrun: --serve: a request needs TIMEOUT, RUN_DIR and PROG\n");
+			drop_kept_state();
 			guardian_release();
 			return 2;
 		}
@@ -1288,6 +1476,7 @@ static int serve(double grace, pid_t parent, const sigset_t *old)
 		sentinel = sentinel_pid;
 		rc = sentinel_signal();
 		if (rc) {
+			drop_kept_state();
 			guardian_release();
 			fprintf(stderr, "psrun: aborted by signal %d\n", rc);
 			return 128 + rc;
@@ -1302,6 +1491,7 @@ static int serve(double grace, pid_t parent, const sigset_t *old)
 		if (rc)
 			return rc;
 		if (send(0, "0", 1, MSG_NOSIGNAL) != 1) {
+			drop_kept_state();
 			guardian_release();
 			return 0; /* the caller is gone, after a recorded run */
 		}
