@@ -6,6 +6,8 @@ order, at every size), for N runs of `true` (10 records x N/10 runs;
 `true`, e.g. `sleep 0.01` for a 10 ms command):
 
     shell     a shell loop making one directory and one result file per run
+    shellsh   the same loop, the command run as a process of its own (`sh -c CMD`,
+              as any launcher must; `true` is a builtin of the loop's shell)
     bare      bare Snakemake, one job per run (`true > out/<i>/result.json`), greedy scheduler
     batch1    perfsnake, `batch: 1` (one run job per run)
     auto      perfsnake's default batching (`batch: auto` with `timeout_s: 1`: 60 runs a job)
@@ -40,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -53,7 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 OUT = ROOT / "bench" / "results" / "batch_overhead.json"
 RECORDS = 10
-WAYS = ("shell", "bare", "batch1", "auto", "auto1000")
+WAYS = ("shell", "shellsh", "bare", "batch1", "auto", "auto1000")
 #: the perfsnake ways: their campaign keys
 CAMPAIGN_KEYS: dict[str, dict[str, object]] = {
     "batch1": {"batch": 1},
@@ -124,9 +127,11 @@ def measure(
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     out: dict[str, object] = {"way": way if before is None else f"{way}@before", "runs": runs}
-    if way == "shell":
+    if way in ("shell", "shellsh"):
         script = workdir / "loop.sh"
-        script.write_text(SHELL_LOOP.replace("@COMMAND@", command))
+        script.write_text(
+            SHELL_LOOP.replace("@COMMAND@", command if way == "shell" else f"sh -c {shlex.quote(command)}")
+        )
         out.update(gnu_time(["sh", str(script), str(runs)], workdir))
         return out
     if way == "bare":
@@ -244,7 +249,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.dry_only:
-        args.ways = [w for w in args.ways if w != "shell"]
+        args.ways = [w for w in args.ways if not w.startswith("shell")]
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="batch-overhead-") as tmp:
         for round_number in range(args.rounds):
