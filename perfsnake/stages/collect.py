@@ -142,12 +142,13 @@ def collect_run(
     facts = _remote_facts(run_dir)
     if facts:
         result["platform"] = facts
-    # The launcher's snapshots around the run, taken where it ran (a remote
-    # host, a container); runs recorded before it took them have theirs in machine.json.
     recorded = json.loads(state_file.read_text()) if state_file.exists() else {}
-    around = status.get("machine") if isinstance(status.get("machine"), dict) else None
-    if around is None and recorded and not facts:  # machine.json over ssh describes this machine, not the one that ran
-        around = recorded
+    # The launcher's snapshots around the run, taken where it ran (a remote
+    # host, a container). A run recorded before the launcher took them has
+    # them in machine.json, which over ssh described this machine instead.
+    around = status.get("machine")
+    if not isinstance(around, dict):
+        around = recorded if recorded and not facts else None
     if around is not None:
         cpu = (status.get("utime_s") or 0.0) + (status.get("stime_s") or 0.0)
         result["machine"] = machine_state.summarise(around.get("before") or {}, around.get("after") or {}, cpu)
