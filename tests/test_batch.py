@@ -200,11 +200,14 @@ def test_batches_run_every_run_once_in_the_campaigns_order_and_nothing_again(tmp
     proc = snakemake(tmp_path, camp, "--cores", "1", "all", env=lock_env(tmp_path))
     assert jobs_run(proc, "run_batch") == 3 and jobs_run(proc, "run") == 0
     assert order(tmp_path) == interleaved()
-    # Progress counts runs, not jobs: one line per run (the log has each; the
-    # terminal's plain lines are at most one a second) with its ETA.
+    # Progress counts runs, not jobs: a line per run, at most a few a second
+    # in a batch (the log has each written; the terminal's plain lines are at
+    # most one a second), always each batch's first and last run's, with its ETA.
     (log,) = (tmp_path / ".snakemake/log").glob("*.snakemake.log")
     lines = [ln for ln in log.read_text().splitlines() if ln.startswith("[perfsnake] c: run ")]
-    assert [ln.split()[3] for ln in lines] == [f"{k}/9" for k in range(1, 10)], lines
+    ks = [int(ln.split()[3].split("/")[0]) for ln in lines]
+    assert {1, 4, 5, 8, 9} <= set(ks) and ks == sorted(set(ks)), lines  # batches of 4, 4 and 1
+    assert all(ln.split()[3].endswith("/9") for ln in lines), lines
     assert all("(ETA " in ln and "ETA unknown" not in ln for ln in lines[1:]), lines
     # The terminal's last line counts the last run, with a measured ETA.
     shown = [ln for ln in proc.stderr.splitlines() if ln.startswith("[perfsnake] c: run ")]
@@ -373,11 +376,48 @@ def test_the_live_line_counts_a_batch_jobs_runs():
     assert p.estimate(105.5).seconds == pytest.approx(5.0)
     p.job_ended(7, 106.5, ok=True)
     assert (p.campaigns["c"].done, p.campaigns["c"].measured) == (4, 3)
+    # A line that follows runs without a line of their own counts them too.
+    p.job_started(9, BATCH_RULE, {"campaign": "c", "batch": "r1-b2"}, 110.0)
+    p.batched_run("c", "x-2/run-1", 110.0)
+    p.batched_run("c", "x-2/run-4", 116.0, skipped=2)
+    assert (p.campaigns["c"].done, p.campaigns["c"].mean()) == (7, 2.0)
+    p.job_ended(9, 118.0, ok=True)
+    assert p.campaigns["c"].done == 8
     # A run job's line is counted by its job's events, not twice.
-    p.job_started(8, "run", {"campaign": "c", "record": "x-1", "run": "5"}, 107.0)
-    p.batched_run("c", "x-1/run-5", 107.0)
-    p.job_ended(8, 108.0, ok=True)
-    assert p.campaigns["c"].done == 5
+    p.job_started(8, "run", {"campaign": "c", "record": "x-1", "run": "5"}, 120.0)
+    p.batched_run("c", "x-1/run-5", 120.0)
+    p.job_ended(8, 121.0, ok=True)
+    assert p.campaigns["c"].done == 9
+
+
+def test_a_batchs_progress_lines_are_spaced_out_and_count_the_runs_between(monkeypatch):
+    """In a batch job a run's progress line waits BATCH_LINE_INTERVAL_S after
+    the one before; the next line says how many runs went without one; the
+    batch's first and last run and the campaign's last always have theirs."""
+    from perfsnake.stages import run
+
+    said: list[dict] = []
+    monkeypatch.setattr(run, "say", lambda line, fields, level=0: said.append(fields))
+    now = [0.0]
+    lines = run.BatchLines(clock=lambda: now[0])
+    monkeypatch.setattr(run._batch, "lines", lines, raising=False)
+    progress = run.Progress(total=12)
+    for k, at in enumerate((0.0, 0.05, 0.1, 0.25, 0.3, 0.5, 0.55), start=1):
+        now[0] = at
+        lines.final = k == 7
+        run._announce(progress, "c", f"x-1/run-{k}")
+    assert [(f["k"], f.get("skipped", 0)) for f in said] == [(1, 0), (4, 2), (6, 1), (7, 0)]
+    said.clear()
+    lines.final = False
+    for k in range(8, 13):  # all within the interval: the campaign's last run still has its line
+        run._announce(progress, "c", f"x-1/run-{k}")
+    assert [(f["k"], f.get("skipped", 0)) for f in said] == [(12, 4)]
+    # Outside a batch, every run has its line.
+    monkeypatch.setattr(run._batch, "lines", None)
+    said.clear()
+    run._announce(run.Progress(total=3), "c", "x-1/run-1")
+    run._announce(run.Progress(total=3), "c", "x-1/run-2")
+    assert len(said) == 2
 
 
 # ---- adaptive campaigns ---------------------------------------------------------------------

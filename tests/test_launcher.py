@@ -524,15 +524,16 @@ def test_serve_runs_each_request_as_the_single_launcher_does(psrun, tmp_path):
     runs = {name: tmp_path / name for name in ("ok", "failed", "timeout", "after")}
     for d in runs.values():
         d.mkdir()
+    # Each answer is how the run ended, as its status.json says.
     request(sock, runs["ok"], "/bin/sh", "-c", f"{state_copy(runs['ok'])}; echo out; echo err >&2")
-    assert sock.recv(16) == b"0"
+    assert sock.recv(16) == b"ok"
     request(sock, runs["failed"], "/bin/sh", "-c", f"{state_copy(runs['failed'])}; exit 3")
-    assert sock.recv(16) == b"0"
+    assert sock.recv(16) == b"failed"
     request(sock, runs["timeout"], "/bin/sh", "-c", "exec sleep 60", timeout=0.3)
-    assert sock.recv(16) == b"0"
+    assert sock.recv(16) == b"timeout"
     # After a time-out's stop, the next run is watched as the first was.
     request(sock, runs["after"], "/bin/sh", "-c", state_copy(runs["after"]))
-    assert sock.recv(16) == b"0"
+    assert sock.recv(16) == b"ok"
     sock.close()
     assert proc.wait(timeout=60) == 0, proc.stderr.read()
     got = {name: status(d) for name, d in runs.items()}
@@ -567,7 +568,7 @@ def test_serve_moves_its_state_file_from_run_to_run_and_never_writes_through_a_p
             "-c",
             f"cd {run_dir}; stat -c %i .psrun.state > inode; {state_copy(run_dir)}{then}",
         )
-        assert sock.recv(16) == b"0"
+        assert sock.recv(16) == b"ok"
         assert status(run_dir)["status"] == "ok"
     inodes = [(d / "inode").read_text().strip() for d in runs]
     assert inodes[0] == inodes[1]  # moved, not made again
@@ -587,7 +588,7 @@ def test_serve_contains_each_run(psrun, tmp_path, containment):
         run_dir.mkdir()
         request(sock, run_dir, "/bin/sh", "-c", f"setsid sh -c 'echo $$ > {run_dir}/gc.pid; exec sleep 1000' & "
                                                 f"{until_written(run_dir / 'gc.pid')}")  # fmt: skip
-        assert sock.recv(16) == b"0"
+        assert sock.recv(16) == b"ok"
         assert status(run_dir)["leftovers_killed"] >= 1
         assert_gone(read_pid(run_dir / "gc.pid"))
         assert status(run_dir)["containment"].startswith("cgroup2:" if containment == "cgroup" else "subreaper")
@@ -613,7 +614,7 @@ def test_serve_holds_each_run_lock_until_it_is_recorded(psrun, tmp_path):
         with pytest.raises(BlockingIOError):
             fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
         (run_dir / "go").write_text("1")
-        assert sock.recv(16) == b"0"
+        assert sock.recv(16) == b"ok"
         # Recorded: free at once (the guardian gave it up before the answer).
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
         fcntl.flock(other, fcntl.LOCK_UN)
@@ -631,7 +632,7 @@ def test_serve_guardian_ends_the_run_of_a_launcher_killed_outright(psrun, tmp_pa
     first = tmp_path / "first"
     first.mkdir()
     request(sock, first, "/bin/true")
-    assert sock.recv(16) == b"0"
+    assert sock.recv(16) == b"ok"
     run_dir = tmp_path / "second"
     run_dir.mkdir()
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
@@ -696,11 +697,11 @@ def test_serve_a_stop_meant_for_the_run_before_does_not_abort_the_next(psrun, tm
     first.mkdir()
     second.mkdir()
     request(sock, first, "/bin/true")
-    assert sock.recv(16) == b"0"
+    assert sock.recv(16) == b"ok"
     os.kill(proc.pid, signal.SIGTERM)
     wait_for(lambda: _pending_term(proc.pid), what="the signal to be pending")
     request(sock, second, "/bin/sh", "-c", "echo ran")
-    assert sock.recv(16) == b"0"
+    assert sock.recv(16) == b"ok"
     assert status(second)["status"] == "ok" and (second / "stdout.txt").read_text() == "ran\n"
     sock.close()
     assert proc.wait(timeout=60) == 0

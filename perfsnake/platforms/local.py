@@ -99,6 +99,17 @@ class Local:
 
 
 _serving = threading.local()
+#: a serving psrun's answer once a run is recorded: status.json's "status"
+ENDED = (b"ok", b"failed", b"timeout")
+
+
+def ended_as() -> str | None:
+    """How this thread's last run through a serving psrun ended, as psrun
+    recorded it (status.json's "status"), once: None after that, or when the
+    run did not go through one."""
+    ended = getattr(_serving, "ended", None)
+    _serving.ended = None
+    return ended
 
 
 class LaunchServer:
@@ -129,7 +140,9 @@ class LaunchServer:
         return code
 
     def run(self, run_dir: Path, timeout_s: float | None, argv: list[str]) -> int:
-        """One run; 0 once recorded, else what the single launcher would exit with."""
+        """One run; 0 once recorded (how it ended: ended_as()), else what the
+        single launcher would exit with."""
+        _serving.ended = None
         if self.proc is not None and self.proc.poll() is not None:
             self._ended()
         if self.proc is None:
@@ -143,6 +156,9 @@ class LaunchServer:
             reply = self.sock.recv(16)
         except OSError:
             reply = b""
+        if reply in ENDED:
+            _serving.ended = reply.decode()
+            return 0
         return int(reply) if reply else self._ended()
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import math
 import os
 import shlex
 import signal
@@ -353,16 +354,53 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: in a batch job, a run that starts this soon after the batch's last progress
+#: line is counted in the next line instead of a line of its own
+BATCH_LINE_INTERVAL_S = 0.2
+
+
+@dataclass
+class BatchLines:
+    """A batch job's progress lines: at most one every BATCH_LINE_INTERVAL_S
+    (100,000 runs of `true` would write 100,000 lines to the terminal and
+    Snakemake's log, each a write and a flush), plus its first and last run's
+    and the campaign's last. A line counts the runs started since the one
+    before (`skipped`), all ended by then since a batch runs one at a time."""
+
+    last: float = -math.inf
+    skipped: int = 0
+    #: the batch's last run: its line is written whatever the interval
+    final: bool = False
+    clock: Callable[[], float] = time.monotonic
+
+    def due(self, k: int, total: int) -> bool:
+        now = self.clock()
+        if self.final or k >= total or now - self.last >= BATCH_LINE_INTERVAL_S:
+            self.last = now
+            return True
+        self.skipped += 1
+        return False
+
+
+#: this thread's batch job (execute_batch), whose runs' lines BatchLines spaces out
+_batch = threading.local()
+
+
 def _announce(progress: Progress | None, campaign: str, label: str) -> None:
-    """The progress line `run k/N <record> (ETA ...)` as a run starts; the
-    invocation's first also carries every campaign's plan (for an ETA over
-    all of them)."""
+    """The progress line `run k/N <record> (ETA ...)` as a run starts (in a
+    batch, spaced out: BatchLines); the invocation's first also carries every
+    campaign's plan (for an ETA over all of them)."""
     global _PLAN
     if progress is None:
         return
     line, k = progress.start(campaign, label)
+    lines: BatchLines | None = getattr(_batch, "lines", None)
+    if lines is not None and not lines.due(k, progress.total):
+        return
     fields: dict[str, object] = {"kind": "run", "campaign": campaign, "label": label, "k": k,
                                  "total": progress.total, "adaptive": progress.adaptive}  # fmt: skip
+    if lines is not None and lines.skipped:
+        fields["skipped"], lines.skipped = lines.skipped, 0
     with _PROGRESS_LOCK:
         plan, _PLAN = _PLAN, None
     if plan:
@@ -483,11 +521,17 @@ def execute_run(index: CampaignIndex, name: str, record_path: str, run: int, spe
     # A host that takes its own benchmark lock (another machine, or a named
     # lock) does not need this one's: a fleet's hosts run side by side.
     local_lock = not where.own_lock(workdir)
+    local_platform.ended_as()  # nothing an earlier run of this thread left
     execute(launch, rdir, script, c.timeout_s, progress, name, f"{record_path}/run-{run}",
             hooks=(c.instruments.pre, c.instruments.post, ctx), server=server, on_lock=on_lock,
             local_lock=local_lock)  # fmt: skip
     if server is not None:
         servers.after_run(server)
+    # A batch's plain run that its launcher says went well needs no read of
+    # its status.json (hooks and servers may record a failure after it).
+    plain = server is None and not c.instruments.pre and not c.instruments.post
+    if local_platform.ended_as() == "ok" and plain:
+        return
     line = failure_line(name, f"{record_path}/run-{run}", rdir)
     if line:
         say(line, {"kind": "failed", "campaign": name, "label": f"{record_path}/run-{run}"}, logging.WARNING)
@@ -571,21 +615,24 @@ def _finished_under(rdir: Path, stamp: str) -> bool:
 def _execute_runs(index: CampaignIndex, name: str, runs: list[tuple[str, int]], stamps: dict[str, str],
                   workdir: Path, kept: list[str], measured: list[str], aborted: list[str]) -> None:  # fmt: skip
     """A batch's runs, one after the other: kept, measured or aborted."""
+    todo: list[tuple[str, int, Path, str]] = []
     for record_path, run in runs:
         rdir = layout.here(layout.run_dir(name, record_path, run), workdir)
         if record_path not in stamps:
             stamps[record_path] = run_stamp(index, name, record_path, workdir)
-        stamp = stamps[record_path]
         label = f"{record_path}/run-{run}"
-        if _finished_under(rdir, stamp):
+        if _finished_under(rdir, stamps[record_path]):
             kept.append(label)
-            continue
+        else:
+            todo.append((record_path, run, rdir, label))
+    for i, (record_path, run, rdir, label) in enumerate(todo):
+        _batch.lines.final = i == len(todo) - 1  # its progress line counts the runs before it
         # What Snakemake deletes before a run job runs again (an earlier
         # attempt set aside by rerun-failed, under previous/, stays).
         for stale in (STATUS_FILE, "stderr.txt"):
             (rdir / stale).unlink(missing_ok=True)
         try:
-            execute_run(index, name, record_path, run, spec=stamp)
+            execute_run(index, name, record_path, run, spec=stamps[record_path])
         except Exception as exc:  # noqa: BLE001 - one aborted run does not stop its batch
             aborted.append(f"{label}: {exc}")
             say(f"[perfsnake] {name}: run {label} ABORTED: {exc}",
@@ -613,8 +660,12 @@ def execute_batch(index: CampaignIndex, name: str, round_number: int, k: int,
         safefile.write_text(size_file, json.dumps({"size": index.batches.size(name),
                                                    "reason": index.batches.reason(name)}) + "\n")  # fmt: skip
     stamps: dict[str, str] = {}  # a record's runs share their spec and builds: hashed once per batch
-    with local_platform.serving():  # one launcher for the batch's local runs
-        _execute_runs(index, name, runs, stamps, workdir, kept, measured, aborted)
+    _batch.lines = BatchLines()
+    try:
+        with local_platform.serving():  # one launcher for the batch's local runs
+            _execute_runs(index, name, runs, stamps, workdir, kept, measured, aborted)
+    finally:
+        _batch.lines = None
     # The runs' status.json (renamed into place without an fsync each) on
     # disk before the marker says the batch is done.
     if measured or aborted:

@@ -24,7 +24,9 @@ plan's job counts), and the fields perfsnake's run stage attaches to the
 records it logs through Snakemake's logger (attribute `perfsnake`, a dict;
 perfsnake.stages.run.say): `kind: run` with the run's campaign, record and
 k/N (and, with the invocation's first run, every campaign's total and the
-runs done before), `kind: failed` for a failed run. Text that Python code of
+runs done before; in a batch job, which sends at most a few a second, how
+many runs started since its previous one: `skipped`), `kind: failed` for a
+failed run. Text that Python code of
 the Snakemake process prints to stdout or stderr is kept clear of the live
 line (terminal.Through).
 
@@ -216,7 +218,9 @@ class LogHandler(LogHandlerBase):
             if fields.get("kind") == "failed" and fields.get("campaign"):
                 p.run_failed(str(fields["campaign"]))
             if fields.get("kind") == "run" and fields.get("campaign"):
-                p.batched_run(str(fields["campaign"]), str(fields.get("label", "")), when)
+                skipped = fields.get("skipped")
+                p.batched_run(str(fields["campaign"]), str(fields.get("label", "")), when,
+                              skipped if isinstance(skipped, int) else 0)  # fmt: skip
 
     def _show(self, record: logging.LogRecord) -> None:
         if self.silent:

@@ -132,22 +132,24 @@ class Progress:
             self.builds_done += 1
             self.build_seconds += when - job.started
 
-    def _run_done(self, campaign: str, seconds: float) -> None:
+    def _run_done(self, campaign: str, seconds: float, runs: int = 1) -> None:
         c = self.campaign(campaign)
-        c.finished += 1
+        c.finished += runs
         c.seconds += seconds
-        c.measured += 1
-        self.runs_finished += 1
+        c.measured += runs
+        self.runs_finished += runs
 
-    def batched_run(self, campaign: str, label: str, when: float) -> None:
+    def batched_run(self, campaign: str, label: str, when: float, skipped: int = 0) -> None:
         """perfsnake's line of a run that starts: inside a batch job (one job,
-        many runs), the batch's previous run has ended. A run job's line
-        changes nothing (its job's events count it)."""
+        many runs), the batch's previous run has ended, and so have the
+        `skipped` runs started since the line before (a batch writes at most a
+        few lines a second). A run job's line changes nothing (its job's
+        events count it)."""
         job = next((j for j in self.jobs.values() if j.rule == BATCH_RULE and j.campaign == campaign), None)
         if job is None:
             return
         if job.run_since is not None:
-            self._run_done(campaign, when - job.run_since)
+            self._run_done(campaign, when - job.run_since, 1 + skipped)
         job.run_since = when
         job.what = label
 

@@ -38,7 +38,8 @@
  * ARG\0...", TIMEOUT "-" for none, the host lock's descriptor attached as
  * SCM_RIGHTS when there is one), run as the single form runs it (its own
  * cgroup, status.json, the state file, the sweep of an earlier attempt),
- * answered by one message, "0" once it is recorded. The sentinel, the
+ * answered by one message once it is recorded: how it ended, status.json's
+ * "status" ("ok", "failed", "timeout"). The sentinel, the
  * guardian and psrun's own start are paid once per batch instead of once
  * per run. End of file: psrun exits 0. An aborted run (signal, dead
  * parent) ends psrun as it ends the single form (no answer; exit 128+N);
@@ -1323,6 +1324,10 @@ static void write_status(const char *dir, const char *status, int exit_code,
  * own cgroup (or under psrun as subreaper), status.json is written. Returns
  * 0 when the run was recorded, 128+N when aborted by signal N (nothing
  * recorded). `old`: the signal mask the benchmark gets. */
+/* How the last run recorded ended (status.json's "status"): a serving
+ * psrun's reply, so its caller reads status.json only for a run that failed. */
+static const char *last_status = "ok";
+
 static int run_one(const char *dir, double timeout, double grace, int lock_fd,
 		   char *const *argv, pid_t parent, const sigset_t *old)
 {
@@ -1424,6 +1429,7 @@ static int run_one(const char *dir, double timeout, double grace, int lock_fd,
 		status = exit_code == 0 ? "ok" : "failed";
 	write_status(dir, status, exit_code, signo, &t0, &t1, &w0, &w1, &ru,
 		     leftovers, &m0, &m1);
+	last_status = status;
 	clear_state(dir, 1);
 	if (serving)
 		guardian_idle(); /* asked before status.json was written */
@@ -1490,7 +1496,7 @@ static int serve(double grace, pid_t parent, const sigset_t *old)
 			close(lock_fd);
 		if (rc)
 			return rc;
-		if (send(0, "0", 1, MSG_NOSIGNAL) != 1) {
+		if (send(0, last_status, strlen(last_status), MSG_NOSIGNAL) != (ssize_t)strlen(last_status)) {
 			drop_kept_state();
 			guardian_release();
 			return 0; /* the caller is gone, after a recorded run */
