@@ -263,11 +263,13 @@ def main() -> None:
             for size in args.sizes:
                 # Rotated each round and size: no way always runs first on a cold or warm machine.
                 shift = (round_number + args.sizes.index(size)) % len(args.ways)
-                for number, way in enumerate(args.ways[shift:] + args.ways[:shift]):
+                for way in args.ways[shift:] + args.ways[:shift]:
                     trees: list[Path | None] = [None]
                     if args.before is not None and way in CAMPAIGN_KEYS:
                         trees = [None, args.before.resolve()]
-                        if (round_number + number + args.sizes.index(size)) % 2:
+                        # Which goes first alternates by round and size, so that over two
+                        # rounds each tree follows the other once at every size.
+                        if (round_number + args.sizes.index(size)) % 2:
                             trees.reverse()
                     for before in trees:
                         started = time.monotonic()
