@@ -142,7 +142,6 @@ class LaunchServer:
     def run(self, run_dir: Path, timeout_s: float | None, argv: list[str]) -> int:
         """One run; 0 once recorded (how it ended: ended_as()), else what the
         single launcher would exit with."""
-        _serving.ended = None
         if self.proc is not None and self.proc.poll() is not None:
             self._ended()
         if self.proc is None:

@@ -373,13 +373,16 @@ class BatchLines:
     final: bool = False
     clock: Callable[[], float] = time.monotonic
 
-    def due(self, k: int, total: int) -> bool:
+    def due(self, k: int, total: int) -> int | None:
+        """For run k of `total`: None when it goes without a line, else how
+        many runs before it went without one since the last line."""
         now = self.clock()
         if self.final or k >= total or now - self.last >= BATCH_LINE_INTERVAL_S:
             self.last = now
-            return True
+            skipped, self.skipped = self.skipped, 0
+            return skipped
         self.skipped += 1
-        return False
+        return None
 
 
 #: this thread's batch job (execute_batch), whose runs' lines BatchLines spaces out
@@ -395,12 +398,13 @@ def _announce(progress: Progress | None, campaign: str, label: str) -> None:
         return
     line, k = progress.start(campaign, label)
     lines: BatchLines | None = getattr(_batch, "lines", None)
-    if lines is not None and not lines.due(k, progress.total):
+    skipped = lines.due(k, progress.total) if lines is not None else 0
+    if skipped is None:
         return
     fields: dict[str, object] = {"kind": "run", "campaign": campaign, "label": label, "k": k,
                                  "total": progress.total, "adaptive": progress.adaptive}  # fmt: skip
-    if lines is not None and lines.skipped:
-        fields["skipped"], lines.skipped = lines.skipped, 0
+    if skipped:
+        fields["skipped"] = skipped
     with _PROGRESS_LOCK:
         plan, _PLAN = _PLAN, None
     if plan:

@@ -1320,14 +1320,14 @@ static void write_status(const char *dir, const char *status, int exit_code,
 		die(path);
 }
 
-/* One run: what an interrupted attempt left goes, the benchmark runs in its
- * own cgroup (or under psrun as subreaper), status.json is written. Returns
- * 0 when the run was recorded, 128+N when aborted by signal N (nothing
- * recorded). `old`: the signal mask the benchmark gets. */
 /* How the last run recorded ended (status.json's "status"): a serving
  * psrun's reply, so its caller reads status.json only for a run that failed. */
 static const char *last_status = "ok";
 
+/* One run: what an interrupted attempt left goes, the benchmark runs in its
+ * own cgroup (or under psrun as subreaper), status.json is written. Returns
+ * 0 when the run was recorded, 128+N when aborted by signal N (nothing
+ * recorded). `old`: the signal mask the benchmark gets. */
 static int run_one(const char *dir, double timeout, double grace, int lock_fd,
 		   char *const *argv, pid_t parent, const sigset_t *old)
 {
