@@ -77,6 +77,13 @@ test: setup
 long: setup
 	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile -m "ready or long"
 
+## Both lanes side by side under stress-ng --cpu 2, per-file times to
+## bench/results/suite-<date>-<load>.json (CLONE=1: in a fresh clone in a
+## private directory whose path has a space). Run it before you push.
+.PHONY: loaded
+loaded: setup
+	$(PY) scripts/suite_under_load.py $(if $(CLONE),--clone)
+
 ## The ready campaigns alone.
 smoke: setup
 	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile -m ready tests/test_ready_campaigns.py tests/test_nonroot.py

@@ -15,6 +15,11 @@ if "PERFSNAKE_HOST_LOCK" not in os.environ or "PERFSNAKE_TEST_LOCK_DIR" in os.en
     _locks = os.environ.setdefault("PERFSNAKE_TEST_LOCK_DIR", tempfile.mkdtemp(prefix="perfsnake-test-lock-"))
     _worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     os.environ["PERFSNAKE_HOST_LOCK"] = os.path.join(_locks, f"bench-{_worker}.lock")
+# The test session's controller (its workers inherit it): names the session's test users (tests/users.py).
+os.environ.setdefault("PERFSNAKE_TEST_SESSION_PID", str(os.getpid()))
+import fcntl  # noqa: E402
+import shutil  # noqa: E402
+
 import pytest  # noqa: E402
 
 # The results store of this test session: never the user's own history.
@@ -43,6 +48,41 @@ ALLOWED_SKIPS = (
 )
 
 
+#: The suite run by a normal user: the tests that cannot run without root,
+#: by test id (parameters aside), with why. Any other skip of a normal
+#: user's suite fails under PERFSNAKE_NO_SKIP=1, as root's does.
+ROOT_ONLY = {
+    "tests/test_nonroot.py::" + t: "creates users (useradd) and runs the workflow as them"
+    for t in (
+        "test_capability_questions_answer_for_a_normal_user",
+        "test_a_normal_users_campaign_gives_what_roots_gives",
+        "test_a_normal_users_failing_run_and_rerun_failed",
+        "test_a_normal_users_campaign_killed_and_resumed",
+        "test_a_root_only_instrument_is_refused_in_one_line",
+        "test_two_users_benchmarks_never_overlap",
+        "test_the_default_campaigns_as_a_normal_user_match_roots",
+    )
+} | {
+    "tests/test_fleet.py::test_a_normal_users_fleet": "creates a user (useradd) with keys the test's sshd accepts",
+    "tests/test_hostlock.py::test_a_lock_someone_else_made_narrower_still_locks_or_says_why": "chowns a lock file to another user",
+    "tests/test_drift.py::test_a_run_measured_after_the_machine_state_changed_is_flagged_everywhere": "writes transparent huge pages",
+    "tests/test_tune.py::test_tune_show_and_reset_change_this_machine_and_put_it_back": "writes ASLR, THP, the perf sample rate, IRQ affinity",
+    "tests/test_tune.py::test_reset_after_a_reboot_writes_the_saved_values_back_but_not_to_an_irq_that_now_serves_another_device": "writes ASLR and IRQ affinity",
+    "tests/test_tune.py::test_governor_turbo_and_smt_are_set_and_put_back": "mounts a tmpfs over /sys/devices/system/cpu",
+    "tests/test_tune.py::test_a_machine_without_cpufreq_says_so_in_one_line_and_changes_nothing": "mounts a tmpfs over /sys/devices/system/cpu",
+    "tests/test_lmbench.py::test_a_killed_lat_sem_leaves_no_semaphore_set": "an IPC namespace of its own (unshare --ipc)",
+    "tests/test_sched.py::test_tracepoints_are_found_before_anything_mounted_tracefs": "unmounts and mounts tracefs in a mount namespace",
+    "tests/test_launcher.py::test_another_user_is_contained_in_a_delegated_cgroup_or_as_a_subreaper": "makes a cgroup for another user under the cgroup2 mount",
+    "tests/test_promises.py::test_perfsnake_cgroup_says_where_run_cgroups_are_made": "makes cgroups anywhere under the cgroup2 mount",
+    "tests/test_workloads.py::test_cyclictest_ready_campaign": "cyclictest's real-time priority (CAP_SYS_NICE)",
+    "tests/test_workloads.py::test_cyclictest_without_rt_priority_is_a_failed_run_with_the_reason": "drops CAP_SYS_NICE with setpriv",
+}  # fmt: skip
+
+
+def _test_id(nodeid: str) -> str:
+    return nodeid.split("[", 1)[0]
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
@@ -52,10 +92,78 @@ def pytest_runtest_makereport(item, call):
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     if any(allowed in reason for allowed in ALLOWED_SKIPS):
         return
-    if os.geteuid() != 0 and "root" in reason:
-        return  # the suite run by a normal user: the root-only tests cannot run
+    if os.geteuid() != 0 and _test_id(item.nodeid) in ROOT_ONLY:
+        return  # the suite run by a normal user: a listed root-only test
     report.outcome = "failed"
     report.longrepr = f"skipped where CI expects everything setup installs (PERFSNAKE_NO_SKIP=1): {reason}"
+
+
+# ---- the machine's settings ---------------------------------------------------------------------
+
+#: Every test session of this machine: a test marked machine_settings (it
+#: writes ASLR, THP, the perf sample rate or IRQ affinity) holds it alone,
+#: every other test holds it shared; so no test runs while another changes
+#: what runs measure and what history gates filter on, whichever worker or
+#: lane it belongs to.
+MACHINE_LOCK = "/tmp/perfsnake-test-machine.lock"
+
+
+def _open_shared(path: str) -> int:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.fchmod(fd, 0o644)  # any user's suite may flock it read-only
+        except PermissionError:
+            pass
+        return fd
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """The machine lock around a test's whole protocol (its module fixtures'
+    setup and teardown included); a machine_settings test also holds the
+    machine's real benchmark lock, so it never changes the settings under a
+    campaign someone runs on this machine."""
+    exclusive = item.get_closest_marker("machine_settings") is not None
+    fds = [_open_shared(MACHINE_LOCK)]
+    fcntl.flock(fds[0], fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    if exclusive:
+        from perfsnake import hostlock
+
+        try:
+            fds.append(hostlock._open(hostlock.default_path()))
+            fcntl.flock(fds[-1], fcntl.LOCK_EX)
+        except OSError:
+            pass  # a lock this user may not open: no campaign of theirs to disturb
+    try:
+        yield
+    finally:
+        for fd in reversed(fds):
+            os.close(fd)
+
+
+# ---- the session's test users -------------------------------------------------------------------
+
+
+def _controller(config) -> bool:
+    return not hasattr(config, "workerinput")
+
+
+def pytest_sessionstart(session):
+    if _controller(session.config) and os.geteuid() == 0:
+        import users
+
+        users.remove_users(only_dead=True)  # a session that died left its users
+        shutil.rmtree("/var/tmp/perfsnake-test-users", ignore_errors=True)  # the shared venv of earlier versions
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _controller(session.config) and os.geteuid() == 0:
+        import users
+
+        users.remove_users(only_dead=False)
 
 
 # The long lane (`make long`, CI's second step): files whose every test builds

@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 import sshd
 from helpers import snakemake, write_campaign
-from test_tune import settings_lock
 from users import is_root
 
 from perfsnake.campaign_csv import read_results
@@ -178,20 +177,20 @@ def test_the_microcode_is_the_first_cpus_read_from_the_files_head(tmp_path):
 # ---- through Snakemake ---------------------------------------------------------
 
 
+@pytest.mark.machine_settings  # it writes THP: no other test runs meanwhile (tests/conftest.py)
 @pytest.mark.skipif(not is_root(), reason="changes transparent huge pages between two runs: needs root")
 def test_a_run_measured_after_the_machine_state_changed_is_flagged_everywhere(tmp_path):
-    with settings_lock():
-        before = metadata.transparent_hugepages()
-        assert before is not None, "this kernel has no transparent huge pages"
-        other = "never" if before != "never" else "madvise"
-        marker = tmp_path / "changed"
-        # The first run to start changes the setting; the next one is measured under it.
-        command = f"if [ ! -e {marker} ]; then touch {marker}; echo {other} > {metadata.THP}; fi; echo value=1"
-        try:
-            proc = snakemake(tmp_path, campaign(tmp_path, command), env=NOT_STRICT)
-        finally:
-            Path(metadata.THP).write_text(f"{before}\n")
-        assert metadata.transparent_hugepages() == before
+    before = metadata.transparent_hugepages()
+    assert before is not None, "this kernel has no transparent huge pages"
+    other = "never" if before != "never" else "madvise"
+    marker = tmp_path / "changed"
+    # The first run to start changes the setting; the next one is measured under it.
+    command = f"if [ ! -e {marker} ]; then touch {marker}; echo {other} > {metadata.THP}; fi; echo value=1"
+    try:
+        proc = snakemake(tmp_path, campaign(tmp_path, command), env=NOT_STRICT)
+    finally:
+        Path(metadata.THP).write_text(f"{before}\n")
+    assert metadata.transparent_hugepages() == before
     assert_flagged(tmp_path, proc.stdout + proc.stderr, "thp", before, other)
 
 
@@ -204,8 +203,8 @@ def said(proc: subprocess.CompletedProcess, prefix: str, suffix: str) -> None:
 
 
 def test_a_resume_after_a_reboot_says_so_and_strict_mode_refuses_to_mix_the_states(tmp_path):
-    with settings_lock():  # no other test changes the machine's settings meanwhile
-        resume_after_a_reboot(tmp_path)
+    # No test changing the machine's settings runs meanwhile (tests/conftest.py's machine lock).
+    resume_after_a_reboot(tmp_path)
 
 
 def resume_after_a_reboot(tmp_path: Path) -> None:

@@ -314,7 +314,7 @@ def test_a_normal_users_fleet():
         pytest.skip("creates a user: needs root")
     if not Path(sshd.SSHD).exists():
         pytest.skip("openssh-server is not installed (scripts/setup/apt.sh installs it)")
-    user = ensure_user("perfsnake-alice").pw_name
+    user = ensure_user("alice").pw_name
     uid = pwd.getpwnam(user).pw_uid
     # useradd leaves the account locked ("!"), which sshd refuses without PAM: no password, not locked.
     subprocess.run(["usermod", "-p", "*", user], check=True)
@@ -334,7 +334,7 @@ def test_a_normal_users_fleet():
         camp = own / "campaigns" / "fleet.yaml"
         camp.write_text(json.dumps(fleet_campaign(platform)))
         give(user, own)
-        proc = run_as(user, snakemake_argv(user_python(), camp, "--cores", "3"), cwd=checkout)
+        proc = run_as(user, snakemake_argv(user_python(user), camp, "--cores", "3"), cwd=checkout)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
         runs = statuses(checkout, "f")
         assert len(runs) == 12 and {s["status"] for s in runs.values()} == {"ok"}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT, snakemake, write_campaign
-from users import ensure_user, is_root, user_python
+from users import base_python, ensure_user, is_root
 
 from perfsnake import hostlock
 
@@ -80,7 +80,7 @@ def test_a_second_holder_waits_and_names_the_first(private_lock):
 
 @pytest.mark.skipif(not is_root(), reason="makes a file of another user: needs root")
 def test_a_lock_someone_else_made_narrower_still_locks_or_says_why(private_lock, monkeypatch):
-    user = ensure_user("perfsnake-alice")
+    user = ensure_user("alice")
     shared = Path(tempfile.mkdtemp(prefix="perfsnake-lock-", dir="/var/tmp"))  # pytest's tmp_path is root's alone
     shared.chmod(0o755)
     lock = shared / "bench.lock"
@@ -94,13 +94,13 @@ def test_a_lock_someone_else_made_narrower_still_locks_or_says_why(private_lock,
         f"import sys; sys.path.insert(0, {str(shared)!r}); import hostlock\n"
         "print(hostlock.problem())\nwith hostlock.host_lock(): print('held')\n"
     )
-    as_bob = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(user_python()), "-c", probe]
+    as_bob = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", base_python(), "-c", probe]
     proc = subprocess.run(as_bob, capture_output=True, text=True, env={**os.environ}, check=False)
     assert proc.returncode == 0 and proc.stdout.split() == ["None", "held"], proc.stderr
     lock.chmod(0o600)
     proc = subprocess.run(as_bob, capture_output=True, text=True, env={**os.environ}, check=False)
     first = proc.stdout.splitlines()[0]
-    assert f"the benchmark lock {lock} belongs to perfsnake-alice" in first and "chmod 0666" in first
+    assert f"the benchmark lock {lock} belongs to {user.pw_name}" in first and "chmod 0666" in first
     assert proc.returncode != 0 and "held" not in proc.stdout
     shutil.rmtree(shared)
 

@@ -16,31 +16,29 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import ROOT, alive, processes_under, snakemake, statuses, write_campaign
-from users import COPY_IGNORE, checkout_for, command, ensure_user, give, is_root, run_as, snakemake_argv, user_python
+from users import checkout_for, command, ensure_user, give, is_root, run_as, snakemake_argv, user_python
 
 from perfsnake.campaign_csv import read_metadata, read_results
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not is_root(), reason="creates users: needs root")]
 
-USER_A = "perfsnake-alice"
-USER_B = "perfsnake-bob"
+#: Root's own copy, for the comparisons: root's built tools kept (the user builds their own).
+ROOT_COPY_IGNORE = shutil.ignore_patterns(".venv", ".git", "results", ".snakemake", "__pycache__", "report.html")
 
 
 @pytest.fixture(scope="module")
-def python() -> Path:
-    return user_python()
+def python(alice: str) -> Path:
+    return user_python(alice)
 
 
 @pytest.fixture(scope="module")
 def alice() -> str:
-    ensure_user(USER_A)
-    return USER_A
+    return ensure_user("alice").pw_name
 
 
 @pytest.fixture(scope="module")
 def bob() -> str:
-    ensure_user(USER_B)
-    return USER_B
+    return ensure_user("bob").pw_name
 
 
 @pytest.fixture(scope="module")
@@ -214,6 +212,7 @@ def test_two_users_benchmarks_never_overlap(python, alice, bob, alice_checkout, 
     go on only once Bob has said he waits: the two invocations certainly
     contend, whatever the machine's speed, and no two runs may overlap."""
     bob_checkout = checkout_for(bob)
+    bobs_python = user_python(bob)
     go = Path(pwd.getpwnam(alice).pw_dir) / "go"
     go.unlink(missing_ok=True)
     slow = {
@@ -237,7 +236,7 @@ def test_two_users_benchmarks_never_overlap(python, alice, bob, alice_checkout, 
     runs = alice_checkout / "results/overlap_alice/runs"
     while not list(runs.glob("*/run-*/command.sh")) and first.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    second = subprocess.Popen(command(bob, snakemake_argv(python, campaign_for(bob, quick, "overlap_bob"))),
+    second = subprocess.Popen(command(bob, snakemake_argv(bobs_python, campaign_for(bob, quick, "overlap_bob"))),
                               cwd=bob_checkout, stdout=subprocess.DEVNULL, stderr=logs[bob])  # fmt: skip
     waiting = ""
     while not waiting and second.poll() is None and time.monotonic() < deadline:
@@ -266,7 +265,7 @@ def test_the_default_campaigns_as_a_normal_user_match_roots(python, alice, alice
     same columns, records, run counts and statuses, the same metadata keys."""
     proc = run_as(alice, [str(python), "-m", "snakemake", "--cores", "1", "all"], cwd=alice_checkout, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    root_checkout = shutil.copytree(ROOT, tmp_path / "root", ignore=COPY_IGNORE, symlinks=True)
+    root_checkout = shutil.copytree(ROOT, tmp_path / "root", ignore=ROOT_COPY_IGNORE, symlinks=True)
     roots_proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "all"], cwd=root_checkout,
                                capture_output=True, text=True, timeout=1800, check=False)  # fmt: skip
     assert roots_proc.returncode == 0, roots_proc.stderr[-4000:]

@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -167,10 +168,33 @@ def shrink(data: dict) -> dict:
 # ---- what the machine may lack ---------------------------------------------------------------
 
 
+def _tool_fails(argv: list[str]) -> str | None:
+    """What running `argv` says when it fails here (None: it works): the
+    machine asked directly, not through perfsnake's own probe."""
+    if not shutil.which(argv[0]):
+        return f"{argv[0]} is not installed"
+    with tempfile.TemporaryDirectory() as scratch:
+        proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, timeout=120, check=False)
+    return None if proc.returncode == 0 else f"{' '.join(argv)}: {proc.stderr.strip()[-200:]}"
+
+
+def _perf_lacking() -> str | None:
+    return _tool_fails(["perf", "stat", "-e", "task-clock", "true"]) or _tool_fails(
+        ["perf", "record", "-e", "task-clock", "-o", "perf.data", "true"]
+    )
+
+
+def _sched_lacking() -> str | None:
+    return _tool_fails(
+        ["perf", "record", "-a", "-e", "sched:sched_switch,sched:sched_waking", "-o", "perf.data", "true"]
+    )
+
+
 @dataclass(frozen=True)
 class Refusal:
     key: str  # the key the one-line refusal names (its start)
     reason: str  # what the machine lacks then
+    lacking: Callable[[], str | None]  # what of it this machine lacks, asked of the machine (None: nothing)
 
 
 _SCHED = "sched_timeline records every CPU's scheduler tracepoints: root (or perf_event_paranoid -1) and tracefs"
@@ -184,18 +208,29 @@ _PERF = "perf record or stat of the runs: root or perf_event_paranoid <= 2"
 #: campaign keeps its hardware events' cells empty without one.
 REFUSED = {
     "container_leveldb": Refusal(
-        "platform", f"podman and the local image {IMAGE} (the fixture builds it with scripts/setup/container.sh)"
+        "platform",
+        f"podman and the local image {IMAGE} (the fixture builds it with scripts/setup/container.sh)",
+        lambda: _tool_fails(["podman", "image", "exists", IMAGE]),
     ),
-    "placement_heater_timeline": Refusal("wrappers", _SCHED),
-    "schedulers_leveldb_timeline": Refusal("wrappers", _SCHED),
-    "locks_leveldb_breakdown": Refusal("wrappers", f"{_SCHED}; {_PERF}"),
-    "flamegraph_leveldb": Refusal("wrappers", _PERF),
-    "perfstat_leveldb": Refusal("wrappers", _PERF),
-    "why_it_changed": Refusal("profile_differences", _PERF),
+    "placement_heater_timeline": Refusal("wrappers", _SCHED, _sched_lacking),
+    "schedulers_leveldb_timeline": Refusal("wrappers", _SCHED, _sched_lacking),
+    "locks_leveldb_breakdown": Refusal("wrappers", f"{_SCHED}; {_PERF}", lambda: _sched_lacking() or _perf_lacking()),
+    "flamegraph_leveldb": Refusal("wrappers", _PERF, _perf_lacking),
+    "perfstat_leveldb": Refusal("wrappers", _PERF, _perf_lacking),
+    "why_it_changed": Refusal("profile_differences", _PERF, _perf_lacking),
 }
 
+
+def _requires_unmet(name: str) -> str | None:
+    from perfsnake.machine import requirements
+
+    requires = yaml.safe_load(_names()[name].read_text()).get("requires") or {}
+    unmet = requirements.unmet(requires)
+    return "; ".join(f"{key}: {why}" for key, why in unmet) or None
+
+
 #: Any campaign: its `requires:` (the machine state it needs) may be unmet here.
-REFUSED_ANY = Refusal("requires", "the machine state of its requires: (governor, turbo, SMT, ...)")
+REFUSED_ANY = Refusal("requires", "the machine state of its requires: (governor, turbo, SMT, ...)", lambda: None)
 
 
 def _build_image() -> str | None:
@@ -415,9 +450,11 @@ def test_ready_campaign_runs(ready, name):
             f"{name} did not load ({ready.refused[name]}), but validate says:\n{proc.stdout}{proc.stderr}"
         )
         allowed = [r for r in (REFUSED.get(name), REFUSED_ANY) if r]
-        assert any(lines[0].startswith(f"perfsnake: error: {file}: {r.key}") for r in allowed), (
-            f"{name} is refused, for no reason of REFUSED: {ready.refused[name]}"
-        )
+        refusal = next((r for r in allowed if lines[0].startswith(f"perfsnake: error: {file}: {r.key}")), None)
+        assert refusal, f"{name} is refused, for no reason of REFUSED: {ready.refused[name]}"
+        # A refusal is a pass only when the machine really lacks what it names.
+        lacking = _requires_unmet(name) if refusal is REFUSED_ANY else refusal.lacking()
+        assert lacking, f"{name} is refused ({lines[0]}), but this machine has {refusal.reason}"
         return
     assert name in ready.facts, f"{name} was not planned:\n{ready.log()[-3000:]}"
     facts = ready.facts[name]

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT, snakemake, write_campaign
-from test_tune import settings_lock
 
 from perfsnake.campaign import load_campaign
 from perfsnake.errors import CampaignError
@@ -22,12 +21,12 @@ from perfsnake.machine.requirements import requirement_metadata
 
 @pytest.fixture
 def aslr() -> Iterator[tuple[str, str, int]]:
-    """(ASLR now, the other setting, randomize_va_space), steady while the test runs."""
-    with settings_lock():
-        value = metadata.randomize_va_space()
-        assert value is not None
-        now = "off" if value == 0 else "on"
-        yield now, "on" if now == "off" else "off", value
+    """(ASLR now, the other setting, randomize_va_space), steady while the test
+    runs (no test changing the machine's settings runs beside it: tests/conftest.py)."""
+    value = metadata.randomize_va_space()
+    assert value is not None
+    now = "off" if value == 0 else "on"
+    yield now, "on" if now == "off" else "off", value
 
 
 def campaign(tmp_path: Path, requires: dict, **more: object) -> Path:

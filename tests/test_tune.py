@@ -6,28 +6,26 @@ cpufreq, and switching SMT for real would take CPUs from everyone)."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 from helpers import ROOT
-from users import is_root, user_python
+from users import checkout_for, ensure_user, is_root, run_as, user_python
 
 from perfsnake.machine import metadata
 from perfsnake.machine.sysinfo import online_cpus, parse_cpu_list
 from perfsnake.machine.tune import DEFAULT_AFFINITY
 
 needs_root = pytest.mark.skipif(not is_root(), reason="writes the kernel's settings: needs root")
+#: Every test here reads or changes the machine's settings: none runs beside
+#: another test of any session on this machine (tests/conftest.py).
+pytestmark = pytest.mark.machine_settings
 CPU = "/sys/devices/system/cpu"
-#: Held while a test reads or changes the machine's settings (every test session of this machine).
-LOCK = "/tmp/perfsnake-test-tune.lock"
 
 
 def tune(*args: str, python: str = sys.executable, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
@@ -42,11 +40,13 @@ def tune(*args: str, python: str = sys.executable, prefix: tuple[str, ...] = ())
 
 
 def as_nobody(*args: str) -> subprocess.CompletedProcess:
-    """`perfsnake tune ARGS` as a normal user (this one when the suite is not root)."""
+    """`perfsnake tune ARGS` as a normal user (this one when the suite is not
+    root; else the session's test user, from their own checkout and setup)."""
     if not is_root():
         return tune(*args)
-    drop = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
-    return tune(*args, python=str(user_python()), prefix=drop)
+    user = ensure_user("alice").pw_name
+    argv = [str(user_python(user)), "-m", "perfsnake", "tune", *args]
+    return run_as(user, argv, cwd=checkout_for(user), timeout=120)
 
 
 def read(path: str) -> str:
@@ -82,34 +82,29 @@ class Originals:
         if read(DEFAULT_AFFINITY) != self.default:
             write(DEFAULT_AFFINITY, self.default)
 
-    def now_equal(self) -> bool:
+    def differences(self, irqs: Iterable[int] = ()) -> dict[str, tuple[str, str]]:
+        """What differs now from these originals, of what tune may write:
+        ASLR, THP, the sample rate, the default IRQ affinity, and the IRQs
+        `irqs` (the ones a tune changed: the kernel moves others on its own)."""
         now = Originals()
-        return (now.files, now.thp, now.irqs, now.default) == (self.files, self.thp, self.irqs, self.default)
-
-
-@contextlib.contextmanager
-def settings_lock() -> Iterator[None]:
-    """This machine's settings to the holder alone: another pytest worker (or
-    test session) tuning meanwhile would make its tuned values our originals."""
-    try:
-        fd = os.open(LOCK, os.O_RDONLY)
-    except FileNotFoundError:
-        fd = os.open(LOCK, os.O_RDONLY | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+        before = {**self.files, "thp": self.thp, "default affinity": self.default}
+        after = {**now.files, "thp": now.thp, "default affinity": now.default}
+        for number in irqs:
+            if number in self.irqs and number in now.irqs:
+                before[f"irq {number}"], after[f"irq {number}"] = self.irqs[number], now.irqs[number]
+        return {k: (before[k] or "", after[k] or "") for k in before if before[k] != after[k]}
 
 
 @pytest.fixture
-def machine() -> Iterator[Originals]:
-    with settings_lock():
-        before = Originals()
-        try:
-            yield before
-        finally:
-            before.restore()
+def machine(request) -> Iterator[Originals]:
+    # No other test runs meanwhile (the machine_settings marker's lock): a
+    # test tuning in parallel would make its tuned values our originals.
+    assert request.node.get_closest_marker("machine_settings"), "a test changing the machine's settings needs the mark"
+    before = Originals()
+    try:
+        yield before
+    finally:
+        before.restore()
 
 
 def test_show_works_for_anyone_and_says_what_this_machine_has(machine):
@@ -141,7 +136,7 @@ def test_a_normal_user_changes_nothing_and_is_told_root_in_one_line(machine):
     assert proc.returncode == 1 and proc.stdout == ""
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert "needs root" in proc.stderr and "aslr" in proc.stderr and "nothing changed" in proc.stderr
-    assert before.now_equal()
+    assert before.differences() == {}
 
 
 @needs_root
@@ -185,7 +180,8 @@ def test_tune_show_and_reset_change_this_machine_and_put_it_back(tmp_path, machi
         assert back.returncode == 0, back.stdout + back.stderr
         assert back.stdout.splitlines()[-1] == f"removed {state}" and not state.exists()
         assert f"transparent huge pages: {thp} -> {before.thp}" in back.stdout.splitlines()
-        assert before.now_equal(), back.stdout
+        changed = [c["number"] for c in saved if c["what"] == "irq"]
+        assert before.differences(changed) == {}, back.stdout
         nothing = tune("--reset", "--state", str(state))
         assert nothing.returncode == 0 and nothing.stdout.startswith("nothing to put back")
     finally:

@@ -211,16 +211,24 @@ def test_failures_are_data_and_rerun_failed_reruns_only_them(tmp_path):
 
 
 def test_kill_and_resume(tmp_path):
-    camp = write_campaign(
-        tmp_path, command_campaign(command="sleep 0.4; echo value={x}", variables={"x": list(range(6))})
+    # The kill lands in a run that waits for the test, not in whichever a
+    # sleep's length and the machine's speed make it: runs of x >= 3 wait for
+    # results/c/go (made after the kill), saying so in results/c/blocked. The
+    # campaign's order is run 1 of x = 0..5, then run 2: the kill leaves x-0,
+    # x-1 and x-2's run 1 done, x-3's run 1 aborted, eight never started.
+    gate = "{run_dir}/../../../go"
+    command = (
+        f"if [ {{x}} -ge 3 ] && [ ! -e {gate} ]; then touch {{run_dir}}/../../../blocked; "
+        f"while [ ! -e {gate} ]; do sleep 0.05; done; fi; echo value={{x}}"
     )
+    camp = write_campaign(tmp_path, command_campaign(command=command, variables={"x": list(range(6))}))
     cmd = [SNAKEMAKE, "-s", str(ROOT / "workflow/Snakefile"), "--workflow-profile", str(ROOT / "profiles/default"),
            "--configfile", str(ROOT / "config/config.yaml"), "--config", f"campaign={camp}", "--cores", "1", "all"]  # fmt: skip
     proc = subprocess.Popen(
         cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
-    deadline = time.monotonic() + 120
-    while len(statuses(tmp_path, "c") if (tmp_path / "results/c/runs").exists() else {}) < 3:
+    deadline = time.monotonic() + 300
+    while not (tmp_path / "results/c/blocked").exists():
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
@@ -235,11 +243,13 @@ def test_kill_and_resume(tmp_path):
             break
         time.sleep(0.05)
     assert leftovers == []
-    # Taken once the launchers are gone: a run whose benchmark ended before its
-    # launcher heard of the kill is finished, and the resume keeps it.
+    # Taken once the launchers are gone: the runs before the blocked one, and
+    # not the blocked one (its benchmark was stopped, not finished).
     done = mtimes(tmp_path, "c")
-    assert 3 <= len(done) < 12
+    assert sorted(done) == ["x-0/run-1", "x-1/run-1", "x-2/run-1"]
+    assert (tmp_path / "results/c/runs/x-3/run-1").is_dir()
     # The documented resume: unlock, then run with --rerun-incomplete.
+    (tmp_path / "results/c/go").touch()
     snakemake(tmp_path, camp, "--unlock", "all")
     proc = snakemake(tmp_path, camp, "--cores", "1", "all", "--rerun-incomplete")
     after = mtimes(tmp_path, "c")
@@ -362,12 +372,28 @@ def test_warmup_is_removed_from_heater_time_series(tmp_path):
     })  # fmt: skip
     snakemake(tmp_path, camp, "--cores", "1", "all")
     rdir = tmp_path / "results/warm/runs/cpu-0/interval_ms-20/run-1"
-    samples = (rdir / "samples.csv").read_text().splitlines()
-    assert samples[0] == "index,value" and 40 <= len(samples) - 1 <= 52
+    # The series is the run's printed intervals, however many the load let it
+    # print (one per loop batch at most; at least the one its deadline falls
+    # in): one rate each, ops over the interval's length, read here without
+    # the parser.
+    rows = [line.split(" ") for line in (rdir / "stdout.txt").read_text().splitlines() if line.startswith("interval ")]
+    intervals = [(float(t), int(n)) for _word, _k, t, n in rows]
+    assert intervals
+    starts = [0.0] + [t for t, _n in intervals[:-1]]
+    rates = [n / (t - start) for (t, n), start in zip(intervals, starts, strict=True)]
     result = json.loads((rdir / "result.json").read_text())
+    # Fewer than two intervals (a whole second without the CPU) make no series.
+    assert (rdir / "samples.csv").exists() == ("steady" in result) == (len(rates) >= 2), rows
+    if len(rates) < 2:
+        return
+    header, *samples = (rdir / "samples.csv").read_text().splitlines()
+    assert header == "index,value" and samples == [f"{i},{v!r}" for i, v in enumerate(rates)]
     steady = result["steady"]
-    assert steady["samples"] == len(samples) - 1 and 0 <= steady["removed"] <= steady["samples"] // 2
-    assert result["metrics"]["ops_per_s_steady"] > 0
+    assert steady["samples"] == len(rates) and 0 <= steady["removed"] <= steady["samples"] // 2
+    assert 0 <= steady["start"] < steady["end"] <= steady["samples"]
+    assert steady["removed"] == steady["samples"] - (steady["end"] - steady["start"])
+    stable = rates[steady["start"] : steady["end"]]
+    assert result["metrics"]["ops_per_s_steady"] == pytest.approx(sum(stable) / len(stable))
 
 
 @pytest.mark.parametrize("order", ["interleaved", "grouped", "random"])

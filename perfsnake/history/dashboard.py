@@ -20,6 +20,9 @@ from perfsnake.history.store import Store, describe
 BUNDLE = "vega-bundle.js"
 # The bundle keeps its libraries to itself; this names Vega-Embed for the pages.
 EXPOSE = "window.vegaEmbed = vegaEmbed;"
+# The time axis and the tooltips' dates in UTC, whatever the browser's time zone.
+UTC_WHEN = "utcyearmonthdatehoursminutesseconds(when):T"
+WHEN_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
 def _page(template: str, **values: object) -> str:
@@ -49,14 +52,15 @@ def metric_chart(frame: pd.DataFrame, metric: str) -> dict[str, Any] | None:
     record = alt.param(name="record", value=records[0], bind=alt.binding_select(options=records, name="record "))
     machine = alt.selection_point(fields=["machine"], bind="legend", name="machine")
     zoom = alt.selection_interval(encodings=["x"], bind="scales", name="time")
-    tooltip = [alt.Tooltip("version:N", title="commit"), alt.Tooltip("when:T", title="date", format="%Y-%m-%d %H:%M:%S"),
+    tooltip = [alt.Tooltip("version:N", title="commit"),
+               alt.Tooltip(UTC_WHEN, title="date", format=WHEN_FORMAT),
                alt.Tooltip("mean:Q", title=metric, format=".4g"), alt.Tooltip("low:Q", format=".4g"),
                alt.Tooltip("high:Q", format=".4g"), "runs:Q", "machine:N", "invocation:N"]  # fmt: skip
     base = (
         alt.Chart(data)
         .transform_filter(alt.datum.record == record)
         .encode(
-            x=alt.X("when:T", title="invocation (UTC)", scale=alt.Scale(padding=24)),
+            x=alt.X("when:T", title="invocation (UTC)", scale=alt.Scale(type="utc", padding=24)),
             color=alt.Color("machine:N", title="machine"),
             opacity=alt.condition(machine, alt.value(1.0), alt.value(0.15)),
         )
@@ -67,15 +71,22 @@ def metric_chart(frame: pd.DataFrame, metric: str) -> dict[str, Any] | None:
         .properties(name="points")
     )
     bars = base.mark_errorbar().encode(y=alt.Y("low:Q", title=metric), y2="high:Q").properties(name="intervals")
-    layers = [bars, points.add_params(machine, zoom)]
+    # The legend's click needs the machine selection in the first layer (the
+    # layer's legend is that layer's); the points go last, drawn over a step's
+    # rule, so that hovering and clicking a point at a step reach the point.
+    layers = [bars.add_params(machine)]
     if data["step"].any():  # a rule per step; an empty layer would only warn about its extent
         steps = (
             base.mark_rule(strokeDash=[4, 3], strokeWidth=1.5)
-            .encode(color=alt.value("#d62728"), tooltip=[alt.Tooltip("when:T", title="step at"), "machine:N"])
+            .encode(
+                color=alt.value("#d62728"),
+                tooltip=[alt.Tooltip(UTC_WHEN, title="step at", format=WHEN_FORMAT), "machine:N"],
+            )
             .transform_filter(alt.datum.step == True)  # noqa: E712 (a Vega expression)
             .properties(name="steps")
         )
         layers.append(steps)
+    layers.append(points.add_params(zoom))
     chart = (
         alt.layer(*layers)
         .add_params(record)
