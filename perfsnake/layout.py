@@ -26,7 +26,11 @@ BENCH_RE = r"[A-Za-z0-9_.-]+"
 BKEY_RE = r"[^/]+"
 SOURCE_RE = r"[^/.][^/]*"
 PLOT_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
-FLAT_RE = r"[^/~]+"
+#: A record as one component (layout.flat): its escaped values may hold `~`
+#: (escape.py marks long and periodic ones), never `~vs~` (a hash is hex, a
+#: final `~` comes before `,` or the end), which joins the two sides of a pair.
+PAIR_SEPARATOR = "~vs~"
+FLAT_RE = r"(?:[^/~]|~(?!vs~))+"
 #: a batch of runs' name: the round that planned it (1: the first plan) and its place in that round
 BATCH_RE = r"r[1-9][0-9]*-b[1-9][0-9]*"
 HOST_RE = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"  # a fleet's host name (the campaign schema's)
@@ -263,7 +267,7 @@ def why_report(campaign: str) -> str:
 
 
 def why_symbols(campaign: str, flat_a: str, flat_b: str) -> str:
-    return f"{why_dir(campaign)}/{flat_a}~vs~{flat_b}.csv"
+    return f"{why_dir(campaign)}/{flat_a}{PAIR_SEPARATOR}{flat_b}.csv"
 
 
 def compare_outputs(campaign: str) -> list[str]:
@@ -295,7 +299,7 @@ def unflat(key: str) -> str:
 
 
 def diff_flamegraph(campaign: str, flat_a: str, flat_b: str) -> str:
-    return f"{RESULTS}/{campaign}/diff/{flat_a}~vs~{flat_b}.svg"
+    return f"{RESULTS}/{campaign}/diff/{flat_a}{PAIR_SEPARATOR}{flat_b}.svg"
 
 
 def offcpu_folded(campaign: str, flat: str) -> str:
@@ -304,7 +308,7 @@ def offcpu_folded(campaign: str, flat: str) -> str:
 
 
 def offcpu_diff(campaign: str, flat_a: str, flat_b: str) -> str:
-    return f"{RESULTS}/{campaign}/offcpu/{flat_a}~vs~{flat_b}.svg"
+    return f"{RESULTS}/{campaign}/offcpu/{flat_a}{PAIR_SEPARATOR}{flat_b}.svg"
 
 
 def campaign_log(campaign: str, name: str) -> str:

@@ -65,7 +65,7 @@ rule record_folded:
     log:
         "results/{campaign}/folded/{flat}.log",
     wildcard_constraints:
-        flat=r"[^/~]+",
+        flat=layout.FLAT_RE,
     localrule: True
     conda:
         "../envs/profiling.yaml"
@@ -82,8 +82,8 @@ rule diff_flamegraph:
     log:
         "results/{campaign}/diff/{a}~vs~{b}.log",
     wildcard_constraints:
-        a=r"[^/~]+",
-        b=r"[^/~]+",
+        a=layout.FLAT_RE,
+        b=layout.FLAT_RE,
     localrule: True
     conda:
         "../envs/profiling.yaml"

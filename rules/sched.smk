@@ -73,7 +73,7 @@ rule offcpu_record_folded:
     log:
         "results/{campaign}/offcpu/{flat}.log",
     wildcard_constraints:
-        flat=r"[^/~]+",
+        flat=layout.FLAT_RE,
     localrule: True
     conda:
         "../envs/profiling.yaml"
@@ -90,8 +90,8 @@ rule offcpu_diff:
     log:
         "results/{campaign}/offcpu/{a}~vs~{b}.log",
     wildcard_constraints:
-        a=r"[^/~]+",
-        b=r"[^/~]+",
+        a=layout.FLAT_RE,
+        b=layout.FLAT_RE,
     localrule: True
     conda:
         "../envs/profiling.yaml"

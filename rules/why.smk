@@ -32,8 +32,8 @@ rule why_symbols:
     log:
         "results/{campaign}/logs/why-{a}~vs~{b}.log",
     wildcard_constraints:
-        a=r"[^/~]+",
-        b=r"[^/~]+",
+        a=layout.FLAT_RE,
+        b=layout.FLAT_RE,
     localrule: True
     conda:
         "../envs/analysis.yaml"

@@ -1,0 +1,57 @@
+"""Profiles composed with unusual values (issue 44): a record whose escaped
+directory name carries `~` (a periodic value such as a CPU mask, a value
+too long for a file name) is profiled like any other, its flame graph and
+its differential graphs drawn."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from helpers import snakemake, write_campaign
+
+from perfsnake import layout
+from perfsnake.escape import var_component
+
+pytestmark = pytest.mark.e2e
+
+PERIODIC = "f" * 30  # a 120-CPU mask: Snakemake would take it for a periodic wildcard
+LONG = "x" * 130  # longer than a file name's component may be
+
+
+def test_flat_names_with_tilde_match_and_pairs_split_at_the_separator():
+    flats = [layout.flat(var_component("mask", v)) for v in (PERIODIC, LONG, "1")]
+    assert flats[0].endswith("~") and "~" in flats[1] and "~" not in flats[2]
+    for a in flats:
+        assert re.fullmatch(layout.FLAT_RE, a)
+        for b in flats:
+            pair = re.fullmatch(f"({layout.FLAT_RE}){layout.PAIR_SEPARATOR}({layout.FLAT_RE})", f"{a}~vs~{b}")
+            assert pair and pair.groups() == (a, b)
+
+
+def test_a_record_whose_name_ends_in_tilde_gets_its_flame_graphs(tmp_path):
+    camp = write_campaign(
+        tmp_path,
+        {
+            "name": "tl",
+            "benchmark": {
+                "type": "command",
+                "command": "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; echo value=1",
+                "metrics": {"value": r"value=(\S+)"},
+            },
+            "variables": {"mask": [PERIODIC, LONG]},
+            "nb_runs": 1,
+            "wrappers": [{"type": "perf_record", "frequency": 499}],
+            "flamegraph_pairs": [{"a": {"mask": PERIODIC}, "b": {"mask": LONG}}],
+        },
+    )
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    base = tmp_path / "results/tl"
+    records = [var_component("mask", v) for v in (PERIODIC, LONG)]
+    for record in records:
+        ET.parse(base / "runs" / record / "run-1" / "flamegraph.svg")
+    a, b = records
+    for first, second in ((a, b), (b, a)):
+        ET.parse(base / "diff" / f"{first}{layout.PAIR_SEPARATOR}{second}.svg")
+    assert (base / "report/flamegraphs.html").is_file()
