@@ -36,7 +36,7 @@ import yaml
 from perfsnake import ROOT
 from perfsnake.errors import CampaignError
 from perfsnake.failed_runs import failed_runs, set_aside
-from perfsnake.planning import campaign_files, index_from_config
+from perfsnake.planning import campaign_files, index_from_config, plan
 
 
 def _config(overrides: list[str]) -> dict:
@@ -145,15 +145,32 @@ def _batches_of(run_dirs: list[Path]) -> list[Path]:
     return found
 
 
+def _validate(files: list[str]) -> int:
+    """Each file planned as the workflow plans it (planning.plan): a campaign
+    with this directory's config/config.yaml, as `--config campaign=FILE`;
+    a workflow configuration (`campaigns:`, `figures:`) as `--configfile`."""
+    for file in files:
+        try:
+            data = yaml.safe_load(Path(file).read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise CampaignError(file, "", f"cannot read it: {exc}") from None
+        workflow_config = isinstance(data, dict) and ("campaigns" in data or "figures" in data)
+        config = {**_config([]), **data} if workflow_config else {**_config([]), "campaign": file}
+        index = plan(config)
+        for c in index.campaigns.values():
+            if c.why_of or c.floor_of or c.control_of:
+                continue  # derived from a campaign of the file: planned with it
+            print(f"{c.origin}: ok ({len(c.records)} records x {c.nb_runs} runs)")
+        if index.figures:
+            print(f"{file}: ok ({len(index.figures)} figures)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "validate":
-            from perfsnake.campaign import load_campaigns
-
-            for c in load_campaigns(args.files):
-                print(f"{c.origin}: ok ({len(c.records)} records x {c.nb_runs} runs)")
-            return 0
+            return _validate(args.files)
         if args.command == "history":
             from perfsnake.history.cli import main as history_main
 

@@ -35,6 +35,8 @@ from perfsnake.errors import CampaignError
 from perfsnake.figures import Figure, figure_info, parse_figures
 from perfsnake.platforms import Local
 from perfsnake.platforms.local import check_slurm_nodes
+from perfsnake.platforms.ssh import Ssh
+from perfsnake.stages.build import BUILD_THREADS
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,19 @@ class Builds:
         if self.campaigns[main].fleet and record_path is not None:
             return layout.host_builds_ready(main, str(c.by_path[record_path].values[FLEET_VARIABLE]))
         return layout.builds_ready(main)
+
+    def threads(self) -> object:
+        """A build job's cores on this machine: BUILD_THREADS, but one for a
+        fleet's build on an ssh host, whose work runs there (this machine only
+        drives ssh): with BUILD_THREADS here, a host's build could not start
+        beside another host's run on `--cores` = the number of hosts, and the
+        scheduler starting runs first would hold the host up until the other's
+        runs were done. A constant without such builds."""
+        remote = {(c.benchmark.key, r.build_key) for c in self.campaigns.values() if c.fleet for r in c.records
+                  if isinstance(c.platform_of(r), Ssh)}  # fmt: skip
+        if not remote:
+            return BUILD_THREADS
+        return lambda wildcards: 1 if (wildcards.bench, wildcards.bkey) in remote else BUILD_THREADS
 
     def placement(self) -> dict[str, object]:
         """A build job's resources that place it on a cluster: a fleet's Slurm
@@ -750,6 +765,19 @@ def index_from_config(
         raise CampaignError("config", "host_lock", problem)
     figures = {f.name: f for f in parse_figures(config.get("figures") or [], campaigns)}
     return CampaignIndex(campaigns, config.get("flamegraph_dir"), figures, run_times)
+
+
+def plan(config: dict, run_times: Callable[[str], tuple[float, int] | None] | None = None) -> CampaignIndex:
+    """Everything the workflow refuses before its first run, in the order it
+    checks: the campaigns, the benchmark lock, the figures, the batches
+    (CampaignIndex), the flame-graph tools. One path for the workflow
+    (rules/common.smk) and `perfsnake validate`: what one accepts, the other
+    runs."""
+    from perfsnake.stages import profile as profile_stage
+
+    index = index_from_config(config, run_times=run_times)
+    profile_stage.check_tools(index)
+    return index
 
 
 def campaign_info(c: Campaign) -> CampaignInfo:

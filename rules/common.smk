@@ -28,10 +28,7 @@ from perfsnake.values import config_flag
 try:
     # `batch: auto` sizes a fresh results directory from the runs the results
     # store measured (perfsnake.planning.Batches).
-    INDEX = planning.index_from_config(
-        config, run_times=run_times.lookup(config.get("history"))
-    )
-    profile_stage.check_tools(INDEX)
+    INDEX = planning.plan(config, run_times=run_times.lookup(config.get("history")))
 except CampaignError as exc:
     # One line naming the file, the key and the problem; nothing is written.
     sys.exit(f"perfsnake: error: {exc}")
