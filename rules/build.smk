@@ -45,7 +45,8 @@ rule build:
         "resources/logs/build/{bench}/{bkey}.log",
     conda:
         "../envs/build.yaml"
-    threads: 2
+    # One core of this machine for a fleet's build on an ssh host (it runs there).
+    threads: INDEX.builds.threads()
     resources:
         # A fleet's Slurm node builds its own, on that node.
         **INDEX.builds.placement(),

@@ -43,10 +43,18 @@ def builder_from_spec(spec: dict) -> Benchmark:
     return cls(spec["spec"], "build")
 
 
+#: a build's parallelism (make -j, cmake -j): the build rule's threads here;
+#: on an ssh host, where the build job takes one core of this machine
+#: (planning.Builds.threads), the same number of the host's
+BUILD_THREADS = 2
+
+
 def build_from_spec(spec_json: str, output: str, log_file: str, inputs: list[str], threads: int) -> None:
     """The build rule's job body: the build script, with this working
     directory's absolute paths, run on the campaign's platform."""
     spec = json.loads(spec_json)
+    if spec["platform"] and json.loads(spec["platform"]).get("type") == "ssh":
+        threads = max(threads, BUILD_THREADS)
     bench = builder_from_spec(spec)
     build_dir = Path(output).resolve()
     params = dict(spec["params"])
