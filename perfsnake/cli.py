@@ -36,7 +36,7 @@ import yaml
 from perfsnake import ROOT
 from perfsnake.errors import CampaignError
 from perfsnake.failed_runs import failed_runs, set_aside
-from perfsnake.planning import campaign_files, index_from_config, plan
+from perfsnake.planning import campaign_files, index_from_config
 
 
 def _config(overrides: list[str]) -> dict:
@@ -146,9 +146,11 @@ def _batches_of(run_dirs: list[Path]) -> list[Path]:
 
 
 def _validate(files: list[str]) -> int:
-    """Each file planned as the workflow plans it (planning.plan): a campaign
+    """Each file planned as the workflow plans it (stages.validate.plan): a campaign
     with this directory's config/config.yaml, as `--config campaign=FILE`;
     a workflow configuration (`campaigns:`, `figures:`) as `--configfile`."""
+    from perfsnake.stages.validate import plan
+
     for file in files:
         try:
             data = yaml.safe_load(Path(file).read_text())

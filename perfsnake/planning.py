@@ -36,7 +36,11 @@ from perfsnake.figures import Figure, figure_info, parse_figures
 from perfsnake.platforms import Local
 from perfsnake.platforms.local import check_slurm_nodes
 from perfsnake.platforms.ssh import Ssh
-from perfsnake.stages.build import BUILD_THREADS
+
+#: a build's parallelism (make -j, cmake -j): the build rule's threads here;
+#: on an ssh host, where the build job takes one core of this machine
+#: (Builds.threads), the same number of the host's (stages.build)
+BUILD_THREADS = 2
 
 
 @dataclass(frozen=True)
@@ -765,19 +769,6 @@ def index_from_config(
         raise CampaignError("config", "host_lock", problem)
     figures = {f.name: f for f in parse_figures(config.get("figures") or [], campaigns)}
     return CampaignIndex(campaigns, config.get("flamegraph_dir"), figures, run_times)
-
-
-def plan(config: dict, run_times: Callable[[str], tuple[float, int] | None] | None = None) -> CampaignIndex:
-    """Everything the workflow refuses before its first run, in the order it
-    checks: the campaigns, the benchmark lock, the figures, the batches
-    (CampaignIndex), the flame-graph tools. One path for the workflow
-    (rules/common.smk) and `perfsnake validate`: what one accepts, the other
-    runs."""
-    from perfsnake.stages import profile as profile_stage
-
-    index = index_from_config(config, run_times=run_times)
-    profile_stage.check_tools(index)
-    return index
 
 
 def campaign_info(c: Campaign) -> CampaignInfo:

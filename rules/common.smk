@@ -17,6 +17,7 @@ from perfsnake.errors import CampaignError
 from perfsnake.stages import profile as profile_stage
 from perfsnake.stages import run as run_stage
 from perfsnake.stages import summary as summary_stage
+from perfsnake.stages import validate as validate_stage
 from perfsnake.stages import why as why_stage
 from perfsnake.script_helpers import flow, run_in_process
 from perfsnake.values import config_flag
@@ -28,7 +29,9 @@ from perfsnake.values import config_flag
 try:
     # `batch: auto` sizes a fresh results directory from the runs the results
     # store measured (perfsnake.planning.Batches).
-    INDEX = planning.plan(config, run_times=run_times.lookup(config.get("history")))
+    INDEX = validate_stage.plan(
+        config, run_times=run_times.lookup(config.get("history"))
+    )
 except CampaignError as exc:
     # One line naming the file, the key and the problem; nothing is written.
     sys.exit(f"perfsnake: error: {exc}")

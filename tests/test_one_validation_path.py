@@ -1,6 +1,6 @@
 """`perfsnake validate` refuses what the workflow refuses before its first
 run, with the same line, and takes a workflow configuration too (issue 44,
-break 10): both plan through perfsnake.planning.plan."""
+break 10): both plan through perfsnake.stages.validate.plan."""
 
 from __future__ import annotations
 

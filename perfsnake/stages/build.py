@@ -8,6 +8,7 @@ from pathlib import Path
 
 from perfsnake import layout
 from perfsnake.benchmarks.base import Benchmark, BuildContext, source_key
+from perfsnake.planning import BUILD_THREADS
 from perfsnake.platforms import Local, PlatformError, make_platform
 from perfsnake.stages import layout_builds
 
@@ -41,12 +42,6 @@ def builder_from_spec(spec: dict) -> Benchmark:
     module, _, qualname = str(spec["class"]).partition(":")
     cls = getattr(importlib.import_module(module), qualname)
     return cls(spec["spec"], "build")
-
-
-#: a build's parallelism (make -j, cmake -j): the build rule's threads here;
-#: on an ssh host, where the build job takes one core of this machine
-#: (planning.Builds.threads), the same number of the host's
-BUILD_THREADS = 2
 
 
 def build_from_spec(spec_json: str, output: str, log_file: str, inputs: list[str], threads: int) -> None:
