@@ -6,12 +6,12 @@ runs."""
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Mapping
 
 from perfsnake.benchmarks.base import Benchmark
 from perfsnake.errors import did_you_mean
 from perfsnake.escape import value_text
+from perfsnake.machine.sysinfo import find_program
 
 #: fio/sysbench sizes: a number with an optional binary suffix (4k, 1M, 2g)
 SIZE = re.compile(r"^[0-9]+[kKmMgG]?$")
@@ -47,7 +47,7 @@ class PackagedTool(Benchmark):
 
     def require(self, executable: str, package: str) -> str:
         """Another program the benchmark runs (a server beside its client)."""
-        found = shutil.which(executable)
+        found = find_program(executable)
         if found is None:
             raise self.fail(
                 "benchmark", f"{executable} is not installed (Debian package {package}; run: bash scripts/setup/apt.sh)"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from perfsnake.errors import CampaignError
 from perfsnake.escape import value_text
+from perfsnake.machine.sysinfo import find_program
 
 if TYPE_CHECKING:
     from perfsnake.benchmarks.base import Benchmark
@@ -78,7 +78,7 @@ class Instrument:
         return str(self.spec["variable"]) if "variable" in self.options else None
 
     def require_tool(self, tool: str, package: str) -> str:
-        path = shutil.which(tool)
+        path = find_program(tool)
         if path is None:
             raise self.fail(f"{tool} is not installed (Debian package {package}; `make setup` installs it)")
         return path

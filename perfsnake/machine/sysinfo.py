@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -58,12 +59,26 @@ def online_nodes() -> tuple[int, ...]:
         return (0,)
 
 
+#: Where Debian puts programs a normal user may run but whose PATH lacks
+#: (mariadbd, ldconfig): looked in after PATH.
+SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin")
+
+
+def find_program(name: str) -> str | None:
+    """`name` on PATH, else in the sbin directories (a normal user's PATH has none)."""
+    import shutil
+
+    return shutil.which(name) or shutil.which(name, path=os.pathsep.join(SBIN))
+
+
 def find_library(soname_prefix: str) -> str | None:
     """The path of a shared library known to the dynamic linker (ldconfig -p)."""
     import subprocess
 
     try:
-        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False).stdout
+        out = subprocess.run(
+            [find_program("ldconfig") or "ldconfig", "-p"], capture_output=True, text=True, check=False
+        ).stdout
     except OSError:
         out = ""
     for line in out.splitlines():
