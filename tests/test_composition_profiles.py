@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from urllib.parse import unquote
 
 import pytest
-from helpers import snakemake, write_campaign
+from helpers import ROOT, snakemake, write_campaign
 
 from perfsnake import layout
 from perfsnake.escape import var_component
@@ -55,3 +56,35 @@ def test_a_record_whose_name_ends_in_tilde_gets_its_flame_graphs(tmp_path):
     for first, second in ((a, b), (b, a)):
         ET.parse(base / "diff" / f"{first}{layout.PAIR_SEPARATOR}{second}.svg")
     assert (base / "report/flamegraphs.html").is_file()
+
+
+def test_why_md_links_resolve_for_values_escaped_in_file_names(tmp_path):
+    """why.md's image links, decoded as a Markdown viewer decodes them, name
+    the differential graphs on disk, for records whose names hold %-escapes."""
+    camp = write_campaign(
+        tmp_path,
+        {
+            "name": "planted",
+            "benchmark": {
+                "type": "command",
+                "source": {"path": str(ROOT / "src/demo")},
+                "build": "cc -O2 -fno-omit-frame-pointer -fno-inline -o {build_dir}/planted {src_dir}/planted.c",
+                # The score separates the variants by construction, whatever the machine's speed.
+                "command": "{build_dir}/planted {variant} 150000000 && case {variant} in hot) b=200;; *) b=100;; esac; "
+                "echo score=$((b + $$ % 7))",
+                "metrics": {"score": r"score=(\d+)"},
+            },
+            "variables": {"variant": ["plain", "hot"], "label": ["a b/c"]},
+            "nb_runs": 4,
+            "statistics": {"metrics": ["score"]},
+            "profile_differences": {"top": 1, "runs": 2},
+        },
+    )
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    why = tmp_path / "results/planted/why/why.md"
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", why.read_text())
+    assert links
+    for link in links:
+        target = (why.parent / unquote(link)).resolve()
+        assert target.is_file() and target.stat().st_size > 0, (link, target)
+        assert "label-a%20b%2Fc" in target.name

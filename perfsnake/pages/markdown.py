@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 from perfsnake.pages.model import (
     Block,
@@ -74,7 +75,8 @@ def block(b: Block, base: Path | None = None) -> str:
             import os
 
             where = os.path.relpath(where, base)
-        return f"![{b.alt}]({where})" if where else f"({b.alt})"
+        # %-encoded: a viewer decodes the link, and file names hold escaped values (%20, %2F).
+        return f"![{b.alt}]({quote(where)})" if where else f"({b.alt})"
     if isinstance(b, Preformatted):
         return "```\n" + b.text.rstrip("\n") + "\n```"
     raise TypeError(f"not a block: {b!r}")
