@@ -588,17 +588,28 @@ def compare_summaries(packed: Path, new: Path) -> list[dict[str, object]]:
     import pandas as pd
 
     from perfsnake.campaign_csv import read_results
+    from perfsnake.statistics.records import STAT_PREFIX
 
     old_frame = read_results(packed, dtype=str)
     new_frame = read_results(new, dtype=str)
-    keys = list(old_frame.columns[: list(old_frame.columns).index("metric") + 1])
+    # A statistics column named like a variable is prefixed in summary.csv (stat_column).
+    metric, n, mean, ci_low, ci_high = (
+        STAT_PREFIX + c if STAT_PREFIX + c in old_frame else c
+        for c in ("metric", "n", "mean", "mean_ci_low", "mean_ci_high")
+    )
+    keys = list(old_frame.columns[: list(old_frame.columns).index(metric) + 1])
     merged = old_frame.merge(new_frame, on=keys, how="outer", suffixes=("_packed", "_new"), indicator=True)
     rows = []
     for _, r in merged.iterrows():
         row: dict[str, object] = {k: r[k] for k in keys}
-        old_mean, new_mean = pd.to_numeric(r.get("mean_packed")), pd.to_numeric(r.get("mean_new"))
-        low, high = pd.to_numeric(r.get("mean_ci_low_packed")), pd.to_numeric(r.get("mean_ci_high_packed"))
-        row |= {"n_packed": r.get("n_packed"), "mean_packed": old_mean, "n_new": r.get("n_new"), "mean_new": new_mean}
+        old_mean, new_mean = pd.to_numeric(r.get(f"{mean}_packed")), pd.to_numeric(r.get(f"{mean}_new"))
+        low, high = pd.to_numeric(r.get(f"{ci_low}_packed")), pd.to_numeric(r.get(f"{ci_high}_packed"))
+        row |= {
+            "n_packed": r.get(f"{n}_packed"),
+            "mean_packed": old_mean,
+            "n_new": r.get(f"{n}_new"),
+            "mean_new": new_mean,
+        }
         row["rel_diff"] = (
             (new_mean - old_mean) / abs(old_mean)
             if pd.notna(old_mean) and pd.notna(new_mean) and old_mean

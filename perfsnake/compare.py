@@ -30,6 +30,7 @@ import pandas as pd
 from perfsnake import layout
 from perfsnake.campaign_csv import read_results, read_results_metadata
 from perfsnake.escape import value_text
+from perfsnake.statistics.records import record_row, stat_column
 from perfsnake.statistics.summaries import summarise
 from perfsnake.statistics.tests import adjust, welch_on_subsessions
 
@@ -44,6 +45,8 @@ STATE_KEYS = ("cpu_model", "microcode", "uname", "cpufreq_governor", "turbo", "s
 REMOTE_STATE_KEYS = ("cpu_model", "uname", "compiler", "os_release", "online_cpus", "memory")
 #: Median load average at the runs' start (machine.load1) further apart than this: another machine state.
 LOAD_GAP = 1.0
+#: The table's columns computed over the whole table (after each row is made).
+COMPUTED = ("p_value", "p_adjusted", "significant", "note")
 #: Columns of a campaign CSV that are neither variables nor metrics.
 BOOKKEEPING = frozenset({"campaign", "benchmark", "run", "status", "exit_code", "wall_s", "start", "end"})
 
@@ -181,24 +184,26 @@ def compare(
                     continue
                 x = x[np.isfinite(x)]
                 s = summarise(x, confidence)
-                row = {**record, "metric": metric, "side": i + 1, "label": sides[i].label, "n": s.n, "mean": s.mean,
-                       "mean_ci_low": s.mean_ci_low, "mean_ci_high": s.mean_ci_high}  # fmt: skip
+                fields = {"metric": metric, "side": i + 1, "label": sides[i].label, "n": s.n, "mean": s.mean,
+                          "mean_ci_low": s.mean_ci_low, "mean_ci_high": s.mean_ci_high}  # fmt: skip
                 base = first[np.isfinite(first)]
                 if i and len(x) >= 2 and len(base) >= 2 and np.mean(base):
                     comp, _ = welch_on_subsessions(base, x, confidence, alpha)
                     ref = float(np.mean(base))
-                    row |= {"ratio": comp.mean_b / ref, "ratio_ci_low": 1 + comp.diff_ci_low / ref,
-                            "ratio_ci_high": 1 + comp.diff_ci_high / ref, "p_value": comp.p_value}  # fmt: skip
-                rows.append(row)
+                    fields |= {"ratio": comp.mean_b / ref, "ratio_ci_low": 1 + comp.diff_ci_low / ref,
+                               "ratio_ci_high": 1 + comp.diff_ci_high / ref, "p_value": comp.p_value}  # fmt: skip
+                rows.append(record_row(record, fields))
     table = pd.DataFrame(rows)
-    if len(table) and "p_value" in table:
-        tested = table["p_value"].notna()
+    # The columns added below, renamed where a variable has their name (stat_column).
+    p_value, p_adjusted, significant, note = (stat_column(c, variables) for c in COMPUTED)
+    if len(table) and p_value in table:
+        tested = table[p_value].notna()
         # One family: the whole table; a record without a comparison is no test.
-        table["p_adjusted"] = adjust(table["p_value"].tolist(), "holm")
-        table["significant"] = (table["p_adjusted"] < alpha).where(tested, None)
+        table[p_adjusted] = adjust(table[p_value].tolist(), "holm")
+        table[significant] = (table[p_adjusted] < alpha).where(tested, None)
         # An A/A check first: a difference between machine states is not the change's.
         if machine_state_differences(sides) if state is None else state:
-            table["note"] = np.where(table["significant"] == True, "machine state differs", "")  # noqa: E712
+            table[note] = np.where(table[significant] == True, "machine state differs", "")  # noqa: E712
     return table
 
 
@@ -226,7 +231,8 @@ def markdown(sides: list[Side], table: pd.DataFrame, differences: list[dict[str,
         lines.append("Nothing in the metadata (same host, kernel, CPU, compiler, commit).")
     lines += ["", "## Per record and metric (ratio to side 1, Holm-adjusted p)", ""]
     if len(table):
-        cols = [c for c in table.columns if c != "label"]
+        label = stat_column("label", _variables(sides[0].runs))
+        cols = [c for c in table.columns if c != label]
         lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(_fmt(r[c]) for c in cols) + " |" for _, r in table.iterrows()]
     return "\n".join(lines) + "\n"

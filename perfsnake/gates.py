@@ -26,6 +26,7 @@ import numpy as np
 from perfsnake.benchmarks.base import metric_unit
 from perfsnake.errors import CampaignError, did_you_mean
 from perfsnake.escape import value_text
+from perfsnake.statistics.records import STAT_PREFIX, record_row
 from perfsnake.statistics.summaries import summarise
 from perfsnake.statistics.tests import Comparison, welch_on_subsessions
 from perfsnake.values import number
@@ -163,7 +164,7 @@ def evaluate(
             values = dict(zip(variables, key, strict=True))
             if not matches(values, ref["where"]):  # type: ignore[arg-type]
                 continue
-            row: dict[str, object] = {"gate": ref["index"], **values, "metric": metric, "kind": ref["kind"]}
+            row: dict[str, object] = {"gate": ref["index"], "metric": metric, "kind": ref["kind"]}
             if ref["kind"] == "absolute":
                 s = summarise(x, confidence, threshold)
                 lo, hi = (
@@ -191,8 +192,16 @@ def evaluate(
                                ci_low=comp.diff_ci_low, ci_high=comp.diff_ci_high, allowed_change=allowed,
                                max_regression=ref["max_regression"], better=ref["better"])  # fmt: skip
             row.update(verdict=verdict, reason=why)
-            rows.append(row)
+            rows.append(record_row(values, row))
     return rows
+
+
+def own(g: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
+    """A gate row's (record, fields), in memory or read from gates.csv: its
+    variables, and its GATE_FIELDS by their plain names (record_row wrote a
+    field named like a variable as STAT_PREFIX + name; a variable has no dot)."""
+    record = {k: v for k, v in g.items() if "." not in k and (k not in GATE_FIELDS or STAT_PREFIX + k in g)}
+    return record, {k.removeprefix(STAT_PREFIX): v for k, v in g.items() if k not in record}
 
 
 def worst(verdicts: Sequence[str]) -> str:
@@ -215,7 +224,8 @@ def baseline_dirs(refs: Sequence[Mapping[str, object]]) -> list[str]:
 
 def gate_line(g: Mapping[str, object]) -> str:
     """One gate's verdict in words (significant.md, `perfsnake check`)."""
-    record = ", ".join(f"{k}={v}" for k, v in g.items() if k not in GATE_FIELDS) or "every record"
+    variables, g = own(g)
+    record = ", ".join(f"{k}={v}" for k, v in variables.items()) or "every record"
     if g["kind"] == "absolute":
         bounds = " and ".join(f"{k} {number(g[k]):.4g}" for k in ("lower", "upper") if g.get(k) not in (None, ""))
         detail = f"{g['statistic']} {number(g['value']):.4g}, CI [{number(g['ci_low']):.4g}, {number(g['ci_high']):.4g}] vs {bounds}"

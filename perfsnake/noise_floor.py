@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from perfsnake.escape import record_path, value_text
+from perfsnake.statistics.records import stat_column
 from perfsnake.values import number
 
 
@@ -29,9 +30,10 @@ def within(relative_difference: float, *floors: float) -> bool:
 
 def read(path: Path, variables: list[str]) -> dict[tuple[str, str], float]:
     """noise_floor.csv as (record path, metric) -> floor (relative)."""
+    metric, floor = stat_column("metric", variables), stat_column("floor", variables)
     with path.open() as f:
         return {
-            (record_path({v: row[v] for v in variables}, variables), row["metric"]): float(row["floor"])
+            (record_path({v: row[v] for v in variables}, variables), row[metric]): float(row[floor])
             for row in csv.DictReader(f)
         }
 
@@ -56,11 +58,15 @@ def mark_gates(
 ) -> None:
     """A baseline gate fails only when its difference also exceeds the
     record's floor; within it, the verdict is inconclusive and says why."""
+    # A gate's fields named like a variable are prefixed (stat_column); the variables keep their names.
+    verdict, difference, baseline_mean, metric, reason = (
+        stat_column(c, variables) for c in ("verdict", "difference", "baseline_mean", "metric", "reason")
+    )
     for g in verdicts:
-        if g["verdict"] != "fail" or "difference" not in g or not g.get("baseline_mean"):
+        if g[verdict] != "fail" or difference not in g or not g.get(baseline_mean):
             continue
-        found = floors.get((record_path({v: value_text(g[v]) for v in variables}, variables), str(g["metric"])))
-        relative = number(g["difference"]) / number(g["baseline_mean"])
+        found = floors.get((record_path({v: value_text(g[v]) for v in variables}, variables), str(g[metric])))
+        relative = number(g[difference]) / number(g[baseline_mean])
         if found is not None and within(relative, found):
-            g["verdict"] = "inconclusive"
-            g["reason"] = f"{g['reason']}, but {relative:+.2%} is {WITHIN} (floor {found:.2%})"
+            g[verdict] = "inconclusive"
+            g[reason] = f"{g[reason]}, but {relative:+.2%} is {WITHIN} (floor {found:.2%})"

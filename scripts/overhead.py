@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821
 from perfsnake.contract import CampaignInfo  # noqa: E402
 from perfsnake.script_helpers import logged  # noqa: E402
 from perfsnake.stages.analysis import overhead_rows  # noqa: E402
-from perfsnake.statistics.records import write_csv  # noqa: E402
+from perfsnake.statistics.records import stat_column, write_csv  # noqa: E402
 
 sm = snakemake  # noqa: F821
 
@@ -22,7 +22,8 @@ def main() -> None:
         for variant, path in zip(json.loads(sm.params.variants), sm.input.controls)
     }
     rows = overhead_rows(main_results, controls, info)
-    write_csv(Path(sm.output[0]), rows, [*info.variables, "instruments", "metric"])
+    first = [stat_column(c, info.variables) for c in ("instruments", "metric")]
+    write_csv(Path(sm.output[0]), rows, [*info.variables, *first])
 
 
 logged(sm.log[0], main)

@@ -70,15 +70,35 @@ def _check_names(order: list[str], metrics: list[str], origin: str) -> None:
             raise CampaignError(origin, f"benchmark.metrics.{metric}", "clashes with a variable or a reserved column")
 
 
-def _check_pretty(pretty: dict, order: list[str], recs: list[dict], origin: str) -> None:
-    """Pretty labels are for values of variables."""
+def _numeric(value: object) -> float | None:
+    """A pretty key's or a value's number (None for a boolean or a text that is none)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(str(value))
+    except ValueError:
+        return None
+
+
+def _check_pretty(pretty: dict, order: list[str], recs: list[dict], origin: str) -> dict[str, dict[str, str]]:
+    """Pretty labels are for values of variables: each key names a value by its
+    text or its number (YAML reads `100000:` as an int, `1000.0:` as a float).
+    Returns the labels keyed by their value's text, as the plots and tables look them up."""
+    out: dict[str, dict[str, str]] = {}
     for var, labels in pretty.items():
         if var not in order:
             raise CampaignError(origin, f"pretty.{var}", f"not a variable (variables: {', '.join(order) or 'none'})")
-        known = {value_text(r[var]) for r in recs}
-        for value in labels:
-            if value not in known:
+        known = list(dict.fromkeys(value_text(r[var]) for r in recs))
+        out[var] = {}
+        for value, label in labels.items():
+            number = _numeric(value)
+            # The value spelled so first, else one equal as a number.
+            matches = [value_text(value)] if value_text(value) in known else []
+            matches += [k for k in known if number is not None and _numeric(k) == number]
+            if not matches:
                 raise CampaignError(origin, f"pretty.{var}.{value}", f"not a value of {var}")
+            out[var][matches[0]] = label
+    return out
 
 
 def check_plots(

@@ -55,7 +55,7 @@ def load_campaign(path: str | Path, origin: str | None = None, check_machine: bo
     order, recs = _records(data, _expand_values(data["variables"], benchmark, origin), origin)
     order, recs = _fleet_records(data, order, recs, origin)
     _check_names(order, list(benchmark.metrics), origin)
-    _check_pretty(data["pretty"], order, recs, origin)
+    data["pretty"] = _check_pretty(data["pretty"], order, recs, origin)
     benchmark.check(recs, order)
     _check_sources(benchmark, recs, order, origin)
     instruments = Instruments.from_campaign(data, origin)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from perfsnake import layout, safefile
+from perfsnake.benchmarks.base import number as metric_value
 from perfsnake.errors import did_you_mean
 from perfsnake.escape import value_text
 from perfsnake.hostlock import launcher_args
@@ -531,7 +532,9 @@ class Command(Hook):
         values = {}
         for name, pattern in self.patterns.items():
             match = pattern.search(output)
-            values[f"hook.{self.spec['name']}.{name}"] = value_text(match.group(1)) if match else None
+            # A number as a benchmark's metric is (int, float, else the text),
+            # so the statistics, comparisons and gates see it.
+            values[f"hook.{self.spec['name']}.{name}"] = metric_value(match.group(1)) if match else None
         if values:
             result["metrics"] = values
         if proc.returncode != 0:

@@ -30,7 +30,16 @@ from perfsnake.pages import html as html_render
 from perfsnake.pages import markdown as md_render
 from perfsnake.pages.model import BulletList, Document, Heading, Paragraph
 from perfsnake.statistics.modes import two_modes
-from perfsnake.statistics.records import numeric_metrics, pairs, record_key, samples_by_record, write_csv
+from perfsnake.statistics.records import (
+    STAT_PREFIX,
+    numeric_metrics,
+    pairs,
+    record_key,
+    record_row,
+    samples_by_record,
+    stat_column,
+    write_csv,
+)
 from perfsnake.statistics.summaries import spread_flags, summarise, trend
 from perfsnake.statistics.tests import adjust, welch_on_subsessions
 from perfsnake.values import number
@@ -59,7 +68,9 @@ def summary_rows(results: list[dict], info: CampaignInfo) -> list[dict[str, obje
         dropped[key] = dropped.get(key, 0) + int(steady.get("removed", 0))
     # Machine-state drift and the monitor's bottlenecks, per record.
     machine = {key: machine_drift_flags(r, results) for key, r in runs.items()}
-    rows = []
+    # The statistics' fields per record, joined to its variables last (record_row).
+    keys: list[tuple[str, ...]] = []
+    rows: list[dict[str, object]] = []
     for metric in numeric_metrics(results):
         for key, x in samples_by_record(results, variables, metric).items():
             s = summarise(x, float(stats.confidence), float(stats.autocorrelation_threshold))
@@ -68,12 +79,13 @@ def summary_rows(results: list[dict], info: CampaignInfo) -> list[dict[str, obje
             warnings = [*spread_flags(x, float(stats.unstable_cv), float(stats.unstable_max_min)), *machine[key]]
             if modes:
                 warnings.append(f"two modes: {modes.describe()} (its mean describes neither)")
-            row = {**dict(zip(variables, key, strict=True)), "metric": metric, **s.as_dict(), "warmup_samples_dropped": dropped.get(key, 0),
+            row = {"metric": metric, **s.as_dict(), "warmup_samples_dropped": dropped.get(key, 0),
                    "trend_tau": tau, "trend_p": p, "modes": modes.describe() if modes else "", "flags": warnings}  # fmt: skip
             if key in reached:
                 row["precision_target_met"] = reached[key]["met"]
                 row["precision_rel_ci"] = reached[key]["rel_ci"]
                 row["precision_runs_ok"] = reached[key]["ok"]
+            keys.append(key)
             rows.append(row)
     adjusted = adjust([number(r["trend_p"]) for r in rows], stats.correction)
     for row, p_adj in zip(rows, adjusted, strict=True):
@@ -82,7 +94,7 @@ def summary_rows(results: list[dict], info: CampaignInfo) -> list[dict[str, obje
         if p_adj < float(stats.alpha):
             flags.append(f"trend over run order: tau {number(row['trend_tau']):+.2f}, adjusted p {p_adj:.2g}")
         row["flags"] = "; ".join(flags)
-    return rows
+    return [record_row(dict(zip(variables, key, strict=True)), row) for key, row in zip(keys, rows, strict=True)]
 
 
 def machine_drift_flags(record_runs: list[dict], campaign_runs: list[dict]) -> list[str]:
@@ -267,16 +279,19 @@ def significant_document(
             for r in adjacent
         ]))  # fmt: skip
     if verdicts:
-        counts = {v: sum(g["verdict"] == v for g in verdicts) for v in gates.VERDICTS}
+        said = [str(gates.own(g)[1]["verdict"]) for g in verdicts]
+        counts = {v: said.count(v) for v in gates.VERDICTS}
         doc.add(Heading("Reference gates"), Paragraph(", ".join(f"{n} {v}" for v, n in counts.items()) + "."))
-        ordered = sorted(verdicts, key=lambda g: -gates.VERDICTS.index(str(g["verdict"])))
-        doc.add(BulletList([f"{str(g['verdict']).upper()}: {gates.gate_line(g)}" for g in ordered]))
-    flagged = [r for r in summary or [] if r.get("flags")]
+        ordered = sorted(zip(said, verdicts, strict=True), key=lambda sg: -gates.VERDICTS.index(sg[0]))
+        doc.add(BulletList([f"{v.upper()}: {gates.gate_line(g)}" for v, g in ordered]))
+    # A summary row's own fields, prefixed where a variable has their name (record_row).
+    own = [{f: STAT_PREFIX + f if STAT_PREFIX + f in r else f for f in SUMMARY_FIELDS} for r in summary or []]
+    flagged = [(r, f) for r, f in zip(summary or [], own, strict=True) if r.get(f["flags"])]
     if flagged:
         doc.add(Heading("Stability warnings"))
         doc.add(BulletList([
-            f"{r['metric']} ({', '.join(f'{k}={v}' for k, v in r.items() if k not in SUMMARY_FIELDS) or 'the campaign'}): {r['flags']}"
-            for r in flagged
+            f"{r[f['metric']]} ({', '.join(f'{k}={v}' for k, v in r.items() if k not in f.values()) or 'the campaign'}): {r[f['flags']]}"
+            for r, f in flagged
         ]))  # fmt: skip
     return doc
 
@@ -310,21 +325,25 @@ def analyse(
     `significant_page`: significant.md's report page."""
     variables = list(info.variables)
     rows = summary_rows(results, info)
+    metric_col, flags_col = stat_column("metric", variables), stat_column("flags", variables)
     verdicts = gate_rows(results, info, baselines)
     if floors is not None:
         noise_floor.mark_gates(verdicts, floors, variables)
     if verdicts:
         # The worst verdict of a record's gates on a metric, beside its statistics.
+        own = [gates.own(g) for g in verdicts]
         for row in rows:
             mine = [
-                str(g["verdict"])
-                for g in verdicts
-                if g["metric"] == row["metric"] and all(value_text(g[v]) == value_text(row[v]) for v in variables)
+                str(f["verdict"])
+                for record, f in own
+                if f["metric"] == row[metric_col]
+                and all(value_text(record[v]) == value_text(row[v]) for v in variables)
             ]
-            row["verdict"] = gates.worst(mine)
-    write_csv(summary, rows, [*variables, "metric"])
+            row[stat_column("verdict", variables)] = gates.worst(mine)
+    write_csv(summary, rows, [*variables, metric_col])
     if gates_out is not None:
-        write_csv(gates_out, verdicts, ["gate", *variables, "metric", "kind", "verdict", "reason"])
+        first = [stat_column(c, variables) for c in ("gate", "metric", "kind", "verdict", "reason")]
+        write_csv(gates_out, verdicts, [first[0], *variables, *first[1:]])
     comps = comparison_rows(results, info)
     spec = info.profile_differences
     # The comparisons profile_differences explains point at their profile
@@ -341,7 +360,7 @@ def analyse(
         significant,
         comps,
         info.name,
-        [{**{v: r[v] for v in variables}, "metric": r["metric"], "flags": r["flags"]} for r in rows],
+        [record_row({v: r[v] for v in variables}, {"metric": r[metric_col], "flags": r[flags_col]}) for r in rows],
         verdicts,
         adjacent_versions(comps, info),
         significant_page,
@@ -372,7 +391,9 @@ def overhead_rows(main: list[dict], controls: Mapping[str, list[dict]], info: Ca
     variables = list(info.variables)
     base = controls.get("control", [])
     variants = [("all", main)] + [(v.removeprefix("only-"), res) for v, res in controls.items() if v != "control"]
-    rows = []
+    # Each row's fields, joined to its record's variables once corrected (record_row).
+    keys: list[tuple[str, ...]] = []
+    rows: list[dict[str, object]] = []
     for label, results in variants:
         common = [m for m in numeric_metrics(results) if m in numeric_metrics(base)]
         for metric in common:
@@ -385,12 +406,14 @@ def overhead_rows(main: list[dict], controls: Mapping[str, list[dict]], info: Ca
                 comp, size = welch_on_subsessions(
                     y, x, float(stats.confidence), float(stats.alpha), float(stats.autocorrelation_threshold)
                 )
+                keys.append(key)
                 rows.append({
-                    **dict(zip(variables, key, strict=True)), "instruments": label, "metric": metric,
+                    "instruments": label, "metric": metric,
                     "instrumented_mean": comp.mean_b, "control_mean": comp.mean_a,
                     "overhead": comp.relative_difference, "difference": comp.difference,
                     "diff_ci_low": comp.diff_ci_low, "diff_ci_high": comp.diff_ci_high,
                     "welch_t": comp.welch_t, "df": comp.df, "p_value": comp.p_value,
                     "significant": comp.significant, "n_instrumented": len(x), "n_control": len(y),
                 })  # fmt: skip
-    return corrected(rows, stats.correction, float(stats.alpha))
+    rows = corrected(rows, stats.correction, float(stats.alpha))
+    return [record_row(dict(zip(variables, key, strict=True)), row) for key, row in zip(keys, rows, strict=True)]

@@ -9,7 +9,7 @@ from pathlib import Path
 from perfsnake import layout
 from perfsnake.contract import CampaignInfo
 from perfsnake.statistics.noise_floor import layout_floor
-from perfsnake.statistics.records import numeric_metrics, samples_by_record, write_csv
+from perfsnake.statistics.records import numeric_metrics, record_row, samples_by_record, stat_column, write_csv
 
 FIRST = ["metric", "layouts", "runs", "mean", "floor", "floor_low", "floor_high"]
 
@@ -29,15 +29,15 @@ def floor_rows(results: list[dict], info: CampaignInfo) -> list[dict[str, object
             found = layout_floor(samples, confidence)
             if found is None:
                 continue
-            rows.append({
-                **dict(zip(variables, record, strict=True)), "metric": metric, "layouts": found.layouts,
+            rows.append(record_row(dict(zip(variables, record, strict=True)), {
+                "metric": metric, "layouts": found.layouts,
                 "runs": found.runs, "mean": found.mean, "floor": found.floor, "floor_low": found.low,
                 "floor_high": found.high, "between_sd": found.between_sd, "within_sd": found.within_sd,
                 "f_statistic": found.f_statistic, "confidence": confidence,
                 "layout_means": " ".join(f"{m:.6g}" for m in found.layout_means),
-            })  # fmt: skip
+            }))  # fmt: skip
     return rows
 
 
 def write(results: list[dict], info: CampaignInfo, out: Path) -> None:
-    write_csv(out, floor_rows(results, info), [*info.variables, *FIRST])
+    write_csv(out, floor_rows(results, info), [*info.variables, *(stat_column(c, info.variables) for c in FIRST)])

@@ -85,8 +85,11 @@ def _unstable_records(campaign: str, variables: list[str]) -> int:
     path = Path(layout.summary(campaign))
     if not path.exists():
         return 0
+    from perfsnake.statistics.records import stat_column  # numpy: only when there is a summary to read
+
+    flags = stat_column("flags", variables)
     with path.open(newline="") as f:
-        return len({tuple(r.get(v) for v in variables) for r in csv.DictReader(f) if r.get("flags")})
+        return len({tuple(r.get(v) for v in variables) for r in csv.DictReader(f) if r.get(flags)})
 
 
 def _top_differences(campaign: str, metrics: list[str], n: int = 3) -> list[str]:
@@ -184,8 +187,10 @@ def _gate_counts(campaign: str) -> str:
     path = Path(layout.gates(campaign))
     if not path.exists():
         return ""
+    from perfsnake.gates import own  # numpy: only when there are gates to count
+
     with path.open(newline="") as f:
-        verdicts = [r["verdict"] for r in csv.DictReader(f)]
+        verdicts = [own(r)[1]["verdict"] for r in csv.DictReader(f)]
     return ", ".join(f"{verdicts.count(v)} {v}" for v in ("pass", "fail", "inconclusive") if verdicts.count(v))
 
 
@@ -199,7 +204,7 @@ def check_gates(index: CampaignIndex, inconclusive: str = "pass") -> int:
     """`perfsnake check`: every gate that did not pass, one line each; 1 when
     one failed (or was inconclusive, with inconclusive="fail"), 2 when a
     campaign with gates has not been analysed yet."""
-    from perfsnake.gates import gate_line
+    from perfsnake.gates import gate_line, own
 
     status, total = 0, 0
     for name, c in index.campaigns.items():
@@ -214,7 +219,7 @@ def check_gates(index: CampaignIndex, inconclusive: str = "pass") -> int:
             rows = list(csv.DictReader(f))
         total += len(rows)
         for row in rows:
-            verdict = row["verdict"]
+            verdict = str(own(row)[1]["verdict"])
             if verdict == "pass":
                 continue
             print(f"{name}: {verdict.upper()}: {gate_line(row)}")

@@ -37,6 +37,7 @@ from perfsnake.pages.model import (
 # numpy only (already loaded when the workflow is parsed); no pandas.
 from perfsnake.statistics import speedup
 from perfsnake.statistics.intervals import interval_method
+from perfsnake.statistics.records import STAT_PREFIX, record_row, stat_column
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,10 +81,14 @@ def _value_text(v: object) -> str:
 
 
 def _baseline_key(
-    summary: pd.DataFrame, variables: Sequence[str], baseline: Mapping[str, object], row: pd.Series
+    summary: pd.DataFrame,
+    variables: Sequence[str],
+    baseline: Mapping[str, object],
+    row: pd.Series,
+    metric: str = "metric",
 ) -> pd.DataFrame:
-    """The summary rows of the baseline record matching `row` elsewhere."""
-    mask = summary["metric"] == row["metric"]
+    """The summary rows of the baseline record matching `row` elsewhere (`metric`: the metric's column)."""
+    mask = summary[metric] == row[metric]
     for v in variables:
         want = baseline[v] if v in baseline else row[v]
         mask &= summary[v].map(_value_text) == _value_text(want)
@@ -106,7 +111,9 @@ def summary_table(summary: pd.DataFrame, info: CampaignInfo) -> pd.DataFrame:
     import pandas as pd
 
     stats = info.statistics
-    centre, low, high = STAT_COLUMNS[stats.statistic]
+    # summary.csv's statistics columns, renamed where a variable has their name (stat_column).
+    col = {c: stat_column(c, info.variables) for c in ("metric", "n", *STAT_COLUMNS[stats.statistic])}
+    centre, low, high = (col[c] for c in STAT_COLUMNS[stats.statistic])
     variables = [v for v in info.variables if v in summary]
     # A variable with one value says nothing per row (it is in the campaign file).
     shown = [v for v in variables if summary[v].map(_value_text).nunique() > 1] or variables[:1]
@@ -117,26 +124,26 @@ def summary_table(summary: pd.DataFrame, info: CampaignInfo) -> pd.DataFrame:
     for _, row in summary.iterrows():
         c, lo, hi = (float(row.get(k, float("nan"))) for k in (centre, low, high))
         half = (hi - lo) / 2 if math.isfinite(hi - lo) else float("nan")
-        rec = {v: pretty.get(v, {}).get(_value_text(row[v]), _value_text(row[v])) for v in shown}
-        rec["metric"] = row["metric"]
-        rec[stats.statistic] = plus_minus(c, half)
-        rec[level] = f"[{number(lo)}, {number(hi)}]" if math.isfinite(half) else "-"
-        rec["n"] = int(row["n"]) if "n" in row and math.isfinite(float(row["n"])) else 0  # type: ignore[assignment]
+        fields: dict[str, object] = {"metric": row[col["metric"]], stats.statistic: plus_minus(c, half)}
+        fields[level] = f"[{number(lo)}, {number(hi)}]" if math.isfinite(half) else "-"
+        n = col["n"]
+        fields["n"] = int(row[n]) if n in row and math.isfinite(float(row[n])) else 0
         if baseline:
-            base = _baseline_key(summary, variables, baseline, row)
+            base = _baseline_key(summary, variables, baseline, row, col["metric"])
             if len(base) == 1 and base.index[0] == row.name:
-                rec["relative"] = "1.00x (baseline)"
+                fields["relative"] = "1.00x (baseline)"
             elif len(base) == 1:
                 b = base.iloc[0]
                 r, err = ratio(c, lo, hi, float(b[centre]), float(b[low]), float(b[high]))
-                rec["relative"] = (
+                fields["relative"] = (
                     f"{r:.2f} ± {err:.2f}x"
                     if math.isfinite(err) and err > 0
                     else (f"{r:.2f}x" if math.isfinite(r) else "-")
                 )
             else:
-                rec["relative"] = "-"
-        out.append(rec)
+                fields["relative"] = "-"
+        labels = {v: pretty.get(v, {}).get(_value_text(row[v]), _value_text(row[v])) for v in shown}
+        out.append(record_row(labels, fields))
     return pd.DataFrame(out)
 
 
@@ -154,7 +161,8 @@ def markdown(table: pd.DataFrame) -> str:
 def _text_columns(table: pd.DataFrame) -> int:
     """Leading label columns (variables and metric), left-aligned."""
     cols = list(table.columns)
-    return cols.index("metric") + 1 if "metric" in cols else 1
+    metric = next((c for c in (STAT_PREFIX + "metric", "metric") if c in cols), None)
+    return cols.index(metric) + 1 if metric else 1
 
 
 #: LaTeX's escaping of plain text (the tables to paste use it for their caption too).
@@ -211,14 +219,18 @@ def write_compare_page(
     (records with a significant difference first)."""
     import pandas as pd
 
-    shown = table.drop(columns=["label"], errors="ignore")
-    if "significant" in shown:
+    # The comparison's own columns, prefixed where a variable has their name (stat_column).
+    label, side, significant = (
+        STAT_PREFIX + c if STAT_PREFIX + c in table else c for c in ("label", "side", "significant")
+    )
+    shown = table.drop(columns=[label], errors="ignore")
+    if significant in shown:
         # A record's sides stay together; records with a significant difference first.
-        keys = list(shown.columns[: list(shown.columns).index("side")])
-        flag = shown["significant"].map(lambda v: v is True or v == "True")
+        keys = list(shown.columns[: list(shown.columns).index(side)])
+        flag = shown[significant].map(lambda v: v is True or v == "True")
         shown = shown.assign(_later=~flag.groupby([shown[k] for k in keys]).transform("any"))
         shown = shown.sort_values("_later", kind="stable").drop(columns="_later")
-        shown["significant"] = shown["significant"].map(lambda v: "" if v is None or v != v else str(v))
+        shown[significant] = shown[significant].map(lambda v: "" if v is None or v != v else str(v))
     doc = Document(f"{sides[-1].campaign}: compared with earlier results")
     doc.add(BulletList([f"side {i + 1}: {s.label}" for i, s in enumerate(sides)], markers=False))
     doc.add(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,23 @@ from perfsnake.schema import schema_defaults
 #: Optional statistics keys without a default; every other default is the
 #: schema's (config/schemas/campaign.schema.yaml), written there once.
 UNSET = {"baseline": None, "test_variables": None, "metrics": None}
+
+
+#: What a statistics column named like one of the campaign's variables (`n`,
+#: `mean`, `label`, ...) is prefixed with in the tables the statistics write:
+#: a variable's name is an identifier, never dotted, so neither hides the other.
+STAT_PREFIX = "stat."
+
+
+def stat_column(name: str, variables: Collection[str]) -> str:
+    """The column of the statistics' field `name` in a table beside `variables`."""
+    return STAT_PREFIX + name if name in variables else name
+
+
+def record_row(record: Mapping[str, object], fields: Mapping[str, object]) -> dict[str, object]:
+    """A row of a statistics table: the record's variables, then `fields`, each
+    in its stat_column (a variable `n` keeps its values beside the statistics' `n`)."""
+    return {**record, **{stat_column(k, record): v for k, v in fields.items()}}
 
 
 def options(info: Mapping[str, object]) -> dict[str, object]:
