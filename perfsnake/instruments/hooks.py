@@ -318,6 +318,15 @@ class Placement(Daemon):
         if self.spec["policy"] and (why := self.unavailable({})):
             raise self.fail(why, "policy")
 
+    @staticmethod
+    def _observers() -> str:
+        """The processes placement leaves alone: the run's tools and shells,
+        and the command file a launcher executes (named after it)."""
+        from perfsnake.placement import OBSERVERS
+        from perfsnake.platforms.base import COMMAND_FILE
+
+        return ",".join(sorted(OBSERVERS | {COMMAND_FILE}))
+
     def _check_bandwidth(self) -> None:
         matrix = self.spec["bandwidth"]
         if matrix is None:
@@ -339,7 +348,7 @@ class Placement(Daemon):
             from perfsnake import ROOT
 
             argv = [sys.executable, "-m", "perfsnake.placement.daemon", "--policy", policy, "--dir", str(ctx.run_dir),
-                    "--interval-ms", str(self.spec["sample_ms"])]  # fmt: skip
+                    "--interval-ms", str(self.spec["sample_ms"]), "--observers", self._observers()]  # fmt: skip
             if self.spec["bandwidth"] is not None:
                 argv += ["--bandwidth", json.dumps(self.spec["bandwidth"])]
             if self.spec["events"]:
@@ -348,7 +357,8 @@ class Placement(Daemon):
         else:
             binary = layout.here(layout.tool(self.tool), ctx.workdir)
             self.spec["command"] = (
-                f"exec {binary} --policy {policy} --dir {{run_dir}} --interval-ms {self.spec['interval_ms']}"
+                f"exec {binary} --policy {policy} --dir {{run_dir}} --interval-ms {self.spec['interval_ms']} "
+                f"--observers {self._observers()}"
             )
         state = super().apply(ctx, phase)
         state["policy"] = policy

@@ -30,6 +30,7 @@ from perfsnake import layout
 from perfsnake.instruments.base import Context
 from perfsnake.instruments.wrappers import Wrapper
 from perfsnake.machine import capabilities
+from perfsnake.placement import RUN_TOOLS, SHELLS
 from perfsnake.values import number
 
 DATA_FILE = "sched.data"
@@ -38,11 +39,8 @@ JSON_FILE = "sched.json"
 GANTT = "sched_gantt"
 EVENTS = ("sched:sched_switch", "sched:sched_waking", "sched:sched_wakeup_new", "sched:sched_migrate_task",
           "sched:sched_process_fork", "sched:sched_process_exec")  # fmt: skip
-#: Process names of the run's own tools (never the application's threads).
-TOOLS = frozenset({"perf", "perf-exec", "psrun", "psplace", "strace", "ltrace", "valgrind", "bpftrace", "taskset",
-                   "numactl", "nice", "env", "time"})  # fmt: skip
-#: Shells that start the program (a command benchmark's `sh command.sh`).
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+#: The run's own tools and the shells that start its program (one list with placement's).
+TOOLS = RUN_TOOLS
 LOST = "sched.lost_events"
 #: The parallel region (see parallel_region): its length, its threads and their time in it.
 PARALLEL = ("sched.par.threads", "sched.par.region_ms", "sched.par.running_ms", "sched.par.wait_ms",

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfsnake.placement import host
+from perfsnake.placement import OBSERVERS, host
 from perfsnake.placement.model import DEFAULT_THRESHOLDS, Decision, ThreadSample, Thresholds, Topology
 from perfsnake.placement.policies import POLICIES
 
@@ -66,9 +66,12 @@ SAMPLE_PERIOD = 1000
 # ---- reading: the run's threads, perf's outputs -------------------------------------------------
 
 
-def run_threads(run_dir: Path, proc: Path = Path("/proc"), own_pgid: int | None = None) -> dict[int, int]:
+def run_threads(
+    run_dir: Path, proc: Path = Path("/proc"), own_pgid: int | None = None, observers: frozenset[str] = OBSERVERS
+) -> dict[int, int]:
     """The threads of the run's processes (working directory = the run
-    directory, not in our process group): thread id -> process id."""
+    directory, not in our process group), its observers left out (a shell,
+    perf stat, ...: `observers`, process names): thread id -> process id."""
     own = os.getpgid(0) if own_pgid is None else own_pgid
     target = os.path.realpath(run_dir)
     found: dict[int, int] = {}
@@ -79,6 +82,8 @@ def run_threads(run_dir: Path, proc: Path = Path("/proc"), own_pgid: int | None 
         try:
             if os.getpgid(pid) == own or os.readlink(entry / "cwd") != target:
                 continue
+            if (entry / "comm").read_text().rstrip("\n") in observers:
+                continue  # looked at again next time: a wrapper's child is named after it until it execs
             found.update({int(t.name): pid for t in (entry / "task").iterdir() if t.name.isdigit()})
         except OSError:
             continue  # it ended while we looked
@@ -269,6 +274,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--bandwidth", help="link bandwidths, GB/s: a JSON list of rows, one per NUMA node")
     parser.add_argument("--events", default="", help="role=EVENT,... (roles: " + ", ".join(ROLES) + ")")
     parser.add_argument("--region-bits", type=int, default=12, help="a signature's region: 2^bits bytes")
+    parser.add_argument("--observers", default=",".join(sorted(OBSERVERS)), help="process names never placed: NAME,...")
     return parser
 
 
@@ -294,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     number = 0
     seconds = args.interval_ms / 1000
     while not stop:
-        threads = run_threads(args.dir)
+        threads = run_threads(args.dir, observers=frozenset(args.observers.split(",")))
         if not threads:
             time.sleep(min(seconds, 0.05))  # the benchmark has not started yet
             continue

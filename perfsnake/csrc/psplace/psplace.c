@@ -15,7 +15,13 @@
  * stdout (the run directory keeps it). Stops on SIGTERM/SIGINT with a
  * summary line.
  *
- * usage: psplace --policy NAME --dir RUN_DIR [--interval-ms MS]
+ * Processes named in --observers (the run's shell, perf stat, time,
+ * strace, ...: they start or watch the program) are not the application:
+ * their threads take no slot, so thread 0 is the program's main thread.
+ * They are looked at again on every scan: a wrapper's child is named after
+ * the wrapper until it execs the program.
+ *
+ * usage: psplace --policy NAME --dir RUN_DIR [--interval-ms MS] [--observers NAME,...]
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -206,6 +212,51 @@ static int already_seen(int tid)
 	return 0;
 }
 
+#define MAX_OBSERVERS 64
+static char observers[MAX_OBSERVERS][16]; /* process names (comm: at most 15 bytes) */
+static int nobservers;
+static int logged_observer[MAX_THREADS];
+static long nlogged;
+
+static void parse_observers(char *list)
+{
+	for (char *name = strtok(list, ","); name && nobservers < MAX_OBSERVERS; name = strtok(NULL, ","))
+		snprintf(observers[nobservers++], sizeof(observers[0]), "%s", name);
+}
+
+/* The process's name is an observer's (its comm, as /proc/<pid>/comm has it). */
+static int is_observer(int pid)
+{
+	char path[64], comm[32];
+	FILE *f;
+
+	if (!nobservers)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = 0;
+	fclose(f);
+	comm[strcspn(comm, "\n")] = 0;
+	for (int i = 0; i < nobservers; i++)
+		if (!strcmp(comm, observers[i]))
+			return 1;
+	return 0;
+}
+
+static void log_observer(int pid)
+{
+	for (long i = 0; i < nlogged; i++)
+		if (logged_observer[i] == pid)
+			return;
+	if (nlogged < MAX_THREADS)
+		logged_observer[nlogged++] = pid;
+	printf("pid %d observer not placed\n", pid);
+	fflush(stdout);
+}
+
 static int in_run(int pid, const char *run_dir, pid_t my_pgid)
 {
 	char path[64], cwd[PATH_MAX];
@@ -236,6 +287,10 @@ static void scan(const struct policy *pol, const char *run_dir, pid_t my_pgid)
 
 		if (pid <= 0 || !in_run(pid, run_dir, my_pgid))
 			continue;
+		if (is_observer(pid)) {
+			log_observer(pid);
+			continue;
+		}
 		snprintf(path, sizeof(path), "/proc/%d/task", pid);
 		task = opendir(path);
 		if (!task)
@@ -289,12 +344,15 @@ int main(int argc, char **argv)
 			dir = argv[i + 1];
 		else if (!strcmp(argv[i], "--interval-ms"))
 			interval_ms = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--observers"))
+			parse_observers(argv[i + 1]);
 	}
 	for (size_t i = 0; policy && i < sizeof(policies) / sizeof(policies[0]); i++)
 		if (!strcmp(policies[i].name, policy))
 			pol = &policies[i];
 	if (!pol || !dir || interval_ms < 1 || !realpath(dir, run_dir)) {
-		fprintf(stderr, "usage: psplace --policy normal|close|far|round_robin --dir RUN_DIR [--interval-ms MS]\n");
+		fprintf(stderr, "usage: psplace --policy normal|close|far|round_robin --dir RUN_DIR [--interval-ms MS] "
+				"[--observers NAME,...]\n");
 		return 2;
 	}
 	read_topology();
