@@ -16,7 +16,7 @@ rule tool:
     conda:
         "../envs/build.yaml"
     shell:
-        "cc -O2 -Wall -Wextra -Werror -o {output} {input} 2> {log}"
+        "cc -O2 -Wall -Wextra -Werror -o {output:q} {input:q} 2> {log:q}"
 
 
 # The launcher inside containers: static, so it runs whatever the image's C
@@ -33,7 +33,7 @@ rule static_tool:
     conda:
         "../envs/build.yaml"
     shell:
-        "cc -O2 -Wall -Wextra -Werror -static -o {output} {input} 2> {log}"
+        "cc -O2 -Wall -Wextra -Werror -static -o {output:q} {input:q} 2> {log:q}"
 
 
 rule build:
