@@ -1,10 +1,11 @@
 """Where perfsnake relies on Snakemake's internals, all in one place.
 
-Five things the workflow does go past Snakemake's documented interface, each
-for speed or for a resume that keeps finished runs: the garbage-collector
-pause while planning, dropping the local job-rate limiter, cached input
-function signatures, forgetting the "incomplete" marks of runs that
-finished, and the local rules' Python scripts run in the Snakemake process.
+Six things the workflow does go past Snakemake's documented interface, each
+for speed, for a resume that keeps finished runs or for a checkout anywhere:
+the garbage-collector pause while planning, dropping the local job-rate
+limiter, cached input function signatures, forgetting the "incomplete"
+marks of runs that finished, the local rules' Python scripts run in the
+Snakemake process, and a script job's Python quoted.
 Each function says which Snakemake version it was checked on;
 tests/test_snakemake_internals.py fails when an upgrade breaks one of them,
 so an upgrade starts there.
@@ -188,3 +189,31 @@ def scripts_in_process(workflow: Any, run_script: Callable[[Path, Any], None]) -
                 raise WorkflowError(str(exc)) from None
 
         rule.run_func = run
+
+
+# ---- a script job's Python, quoted ----------------------------------------------------
+
+
+def quote_script_python() -> None:
+    """Quote the Python a `script:` job starts. Snakemake formats its command
+    as `{py_exec} {fname:q}` with `py_exec` = sys.executable unquoted, so a
+    virtual environment under a path with a space (a checkout in
+    `~/My Projects/`) fails every build job with "No such file or
+    directory". PythonScript._execute_cmd gets `py_exec` as a keyword;
+    quoted there, the shell sees one word. Checked on 9.27.1."""
+    import shlex
+
+    from snakemake.script import PythonScript
+
+    original = PythonScript._execute_cmd
+    if getattr(original, "quotes_python", False):
+        return
+
+    def execute(self: Any, cmd: str, **kwargs: Any) -> Any:
+        if "py_exec" in kwargs:
+            kwargs["py_exec"] = shlex.quote(str(kwargs["py_exec"]))
+        return original(self, cmd, **kwargs)
+
+    execute.quotes_python = True  # type: ignore[attr-defined]
+    PythonScript._execute_cmd = execute
+
