@@ -126,6 +126,24 @@ def _groups(runs: pd.DataFrame, variables: list[str], metric: str) -> dict[tuple
     }
 
 
+def unrecorded_state(sides: list[Side]) -> list[int]:
+    """The sides (1-based) that recorded no machine state at all (imported
+    results, another tool's): whether the state was the same cannot be told."""
+    return [i for i, s in enumerate(sides, start=1) if not any(k in s.metadata for k in STATE_KEYS)]
+
+
+def state_sentence(sides: list[Side], state: list[str]) -> str:
+    """What compare says of the machine state, in one line."""
+    if state:
+        return f'DIFFERS: {", ".join(state)}; significant differences below are marked "machine state differs".'
+    unknown = unrecorded_state(sides)
+    if unknown:
+        which = ", ".join(f"side {i}" for i in unknown)
+        return (f"UNKNOWN: {which} recorded no machine state ({', '.join(STATE_KEYS)}): whether the machines were "
+                "in the same state cannot be checked.")  # fmt: skip
+    return "The same on every side (" + ", ".join(STATE_KEYS) + ", load at start)."
+
+
 def machine_state_differences(sides: list[Side]) -> list[str]:
     """What of the machine state differs between the sides (keys every side
     recorded; older result sets without a key are not counted as differing)."""
@@ -218,8 +236,7 @@ def markdown(sides: list[Side], table: pd.DataFrame, differences: list[dict[str,
     lines = [f"# {names}: {len(sides)} result sets compared", ""]
     lines += [f"- side {i + 1}: {s.label}" for i, s in enumerate(sides)]
     lines += ["", "## Machine state", ""]
-    lines.append(f"DIFFERS: {', '.join(state)}; significant differences below are marked \"machine state differs\"."
-                 if state else "The same on every side (" + ", ".join(STATE_KEYS) + ", load at start).")  # fmt: skip
+    lines.append(state_sentence(sides, state))
     lines += ["", "## What differs between the sides", ""]
     if differences:
         lines += ["| key | " + " | ".join(f"side {i + 1}" for i in range(len(sides))) + " |",

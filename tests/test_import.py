@@ -222,6 +222,9 @@ def test_imported_failures_are_loud_and_compare_with_a_native_campaign(tmp_path)
     second = table[(table["side"] == 2) & (table["metric"] == "wall_s")]
     assert sorted(second["ms"].astype(str)) == ["1", "2", "3"] and second["ratio"].notna().all()
     assert "hf vs native" in cmp.stdout and "hyperfine, imported" in cmp.stdout
+    # The imported side recorded no machine state: compare says it cannot tell, never "the same".
+    report = (out / "compare.md").read_text()
+    assert "UNKNOWN: side 1 recorded no machine state" in report and "The same on every side" not in report
     # different parameter spaces are refused in one line
     other = subprocess.run([sys.executable, "-m", "perfsnake", "compare", "results/hf", "results/bad"],
                            cwd=tmp_path, capture_output=True, text=True, check=False)  # fmt: skip

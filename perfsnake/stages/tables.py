@@ -219,6 +219,8 @@ def write_compare_page(
     (records with a significant difference first)."""
     import pandas as pd
 
+    from perfsnake.compare import state_sentence
+
     # The comparison's own columns, prefixed where a variable has their name (stat_column).
     label, side, significant = (
         STAT_PREFIX + c if STAT_PREFIX + c in table else c for c in ("label", "side", "significant")
@@ -236,7 +238,7 @@ def write_compare_page(
     doc.add(
         Paragraph([Bold("Machine state differs"), f": {', '.join(state)}; significant differences are marked "
                    '"machine state differs".'])
-        if state else Paragraph("Machine state: the same on every side.")
+        if state else Paragraph(f"Machine state: {state_sentence(list(sides), [])}")
     )  # fmt: skip
     doc.add(Heading("What differs between the sides"))
     doc.add(frame_table(pd.DataFrame(differences)) if differences else Paragraph("Nothing in the metadata differs."))
