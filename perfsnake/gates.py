@@ -26,7 +26,7 @@ import numpy as np
 from perfsnake.benchmarks.base import metric_unit
 from perfsnake.errors import CampaignError, did_you_mean
 from perfsnake.escape import value_text
-from perfsnake.statistics.records import STAT_PREFIX, record_row
+from perfsnake.statistics.records import STAT_PREFIX, record_row, stat_column
 from perfsnake.statistics.summaries import summarise
 from perfsnake.statistics.tests import Comparison, welch_on_subsessions
 from perfsnake.values import number
@@ -196,6 +196,20 @@ def evaluate(
     return rows
 
 
+def mark_states(rows: list[dict[str, object]], states: Mapping[str, Sequence[str]]) -> None:
+    """A gate against an earlier directory measured in another machine state
+    (`states`: directory -> the state keys that differ, as compare finds
+    them) says so in its row and its reason: the verdict may be the
+    machine's, not the change's."""
+    for row in rows:
+        variables, g = own(row)
+        differs = states.get(str(g.get("baseline"))) if g.get("kind") == "baseline" else None
+        if differs:
+            reason = stat_column("reason", variables)
+            row[stat_column("state_differs", variables)] = ", ".join(differs)
+            row[reason] = f"{row[reason]}; machine state differs from the baseline's: {', '.join(differs)}"
+
+
 def own(g: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
     """A gate row's (record, fields), in memory or read from gates.csv: its
     variables, and its GATE_FIELDS by their plain names (record_row wrote a
@@ -242,5 +256,5 @@ def gate_line(g: Mapping[str, object]) -> str:
 
 GATE_FIELDS = {
     "gate", "metric", "kind", "statistic", "value", "ci_low", "ci_high", "lower", "upper", "verdict", "reason",
-    "baseline", "baseline_mean", "difference", "allowed_change", "max_regression", "better",
+    "baseline", "baseline_mean", "difference", "allowed_change", "max_regression", "better", "state_differs",
 }  # fmt: skip

@@ -676,6 +676,14 @@ class Reports:
 
         return [f"{d}/{name}/results.json" for d in baseline_dirs(self.campaigns[name].references)]
 
+    def baseline_state_inputs(self, name: str) -> list[str]:
+        """The CSVs whose # metadata tell the machine states a directory gate
+        compares (this campaign's, then each earlier directory's)."""
+        from perfsnake.gates import baseline_dirs
+
+        dirs = baseline_dirs(self.campaigns[name].references)
+        return [layout.csv(name), *(f"{d}/{name}/{name}.csv" for d in dirs)] if dirs else []
+
     def history_gate_inputs(self, name: str) -> list[str]:
         """The campaign's aggregated JSON and its description when a gate
         compares with its history (perfsnake.history.sources reads both)."""

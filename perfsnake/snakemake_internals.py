@@ -216,4 +216,3 @@ def quote_script_python() -> None:
 
     execute.quotes_python = True  # type: ignore[attr-defined]
     PythonScript._execute_cmd = execute
-

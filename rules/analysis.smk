@@ -10,6 +10,8 @@ rule analyse:
         info="results/{campaign}/campaign.json",
         # Earlier result directories the reference gates compare with.
         baselines=baseline_inputs,
+        # Their machine states and this campaign's (the CSVs' # metadata), compared as compare does.
+        baseline_states=baseline_state_inputs,
         # History gates read the campaign's machine state (its aggregated JSON).
         rows=history_gate_inputs,
         # The campaign's layout noise floor, if it measures one (rules/noise_floor.smk).

@@ -83,6 +83,10 @@ def baseline_inputs(wildcards):
     return INDEX.reports.baseline_inputs(wildcards.campaign)
 
 
+def baseline_state_inputs(wildcards):
+    return INDEX.reports.baseline_state_inputs(wildcards.campaign)
+
+
 def history_gate_inputs(wildcards):
     return INDEX.reports.history_gate_inputs(wildcards.campaign)
 

@@ -27,17 +27,28 @@ def recent_past_or_none(campaign_dir: Path, last: int, metric: str) -> list[dict
         return []
 
 
+def baseline_states(dirs: list[str], csvs: list[str]) -> dict[str, list[str]]:
+    """Per earlier directory, what of the machine state differs from this campaign's (compare's check)."""
+    from perfsnake.compare import load_side, machine_state_differences
+
+    if not dirs:
+        return {}
+    this = load_side(Path(csvs[0]).parent)
+    return {d: machine_state_differences([load_side(Path(f).parent), this]) for d, f in zip(dirs, csvs[1:])}
+
+
 def main() -> None:
     results = json.loads(Path(sm.input.results).read_text())
     info = CampaignInfo.from_dict(campaign_of(sm))
     dirs = baseline_dirs(info.references)
     baselines = {d: json.loads(Path(f).read_text()) for d, f in zip(dirs, sm.input.baselines)}
+    states = baseline_states(dirs, list(sm.input.baseline_states))
     # History gates: the results store's recent past of this campaign (perfsnake.history.baseline).
     for key, (last, metric) in history_baselines(info.references).items():
         baselines[key] = recent_past_or_none(Path(sm.input.results).parent, last, metric)
     floors = read_floors(Path(sm.input.floor[0]), list(info.variables)) if sm.input.floor else None
     analyse(results, info, Path(sm.output.summary), Path(sm.output.comparisons), Path(sm.output.significant),
-            Path(sm.output.gates), baselines, floors, Path(sm.output.significant_page))  # fmt: skip
+            Path(sm.output.gates), baselines, floors, Path(sm.output.significant_page), states)  # fmt: skip
 
 
 logged(sm.log[0], main)

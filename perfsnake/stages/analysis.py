@@ -320,13 +320,16 @@ def analyse(
     baselines: Mapping[str, list[dict]] | None = None,
     floors: Mapping[tuple[str, str], float] | None = None,
     significant_page: Path | None = None,
+    states: Mapping[str, list[str]] | None = None,
 ) -> None:
     """`floors`: the layout noise floor per (record path, metric) (noise_floor.csv);
-    `significant_page`: significant.md's report page."""
+    `significant_page`: significant.md's report page; `states`: per earlier
+    directory a gate compares with, what of the machine state differs."""
     variables = list(info.variables)
     rows = summary_rows(results, info)
     metric_col, flags_col = stat_column("metric", variables), stat_column("flags", variables)
     verdicts = gate_rows(results, info, baselines)
+    gates.mark_states(verdicts, states or {})
     if floors is not None:
         noise_floor.mark_gates(verdicts, floors, variables)
     if verdicts:

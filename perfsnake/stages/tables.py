@@ -214,12 +214,12 @@ def write_compare_page(
     differences: Sequence[Mapping[str, str]],
     state: Sequence[str],
     out: Path,
+    state_line: str = "",
 ) -> None:
     """The compare_with page: the sides, what differs between them, the table
-    (records with a significant difference first)."""
+    (records with a significant difference first); `state_line`: what compare
+    says of the machine state (compare.state_sentence)."""
     import pandas as pd
-
-    from perfsnake.compare import state_sentence
 
     # The comparison's own columns, prefixed where a variable has their name (stat_column).
     label, side, significant = (
@@ -238,7 +238,7 @@ def write_compare_page(
     doc.add(
         Paragraph([Bold("Machine state differs"), f": {', '.join(state)}; significant differences are marked "
                    '"machine state differs".'])
-        if state else Paragraph(f"Machine state: {state_sentence(list(sides), [])}")
+        if state else Paragraph(f"Machine state: {state_line or 'the same on every side.'}")
     )  # fmt: skip
     doc.add(Heading("What differs between the sides"))
     doc.add(frame_table(pd.DataFrame(differences)) if differences else Paragraph("Nothing in the metadata differs."))
