@@ -577,6 +577,17 @@ class Targets:
     campaigns: dict[str, Campaign]
     figures: dict[str, Figure]
     derived: Derived
+    #: a precision campaign's runs once its rounds decided (the workflow's
+    #: checkpoints, rules/common.smk): its runs' post-processing covers every
+    #: round's runs, not only the first nb_runs
+    final_plan: Callable[[str], dict[str, list[int]]] | None = None
+
+    def plan(self, name: str) -> dict[str, list[int]]:
+        """The runs whose post-processing the campaign's instruments owe: record path -> run numbers."""
+        c = self.campaigns[name]
+        if c.precision is not None and self.final_plan is not None:
+            return self.final_plan(name)
+        return {r.path: list(range(1, c.nb_runs + 1)) for r in c.records}
 
     def campaign_targets(self, name: str) -> list[str]:
         c = self.campaigns[name]
@@ -621,8 +632,9 @@ class Targets:
         targets: list[str] = []
         if c.why_of or c.floor_of:
             return targets  # only the pairs' folded stacks and differential graphs (rules/why.smk); the floor's runs
+        plan = self.plan(name) if c.instruments.all() else {}
         for instrument in c.instruments.all():
-            targets += instrument.targets(name, [r.path for r in c.records], c.nb_runs, c.flamegraph_pairs)
+            targets += instrument.targets(name, plan, c.flamegraph_pairs)
         return targets
 
     def all_targets(self) -> list[str]:

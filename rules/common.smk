@@ -93,8 +93,20 @@ wildcard_constraints:
     **layout.WILDCARDS,
 
 
-def all_targets():
+def all_targets(wildcards):
+    # An input function: a precision campaign's post-processing waits for
+    # its rounds (final_plan below reads their checkpoints).
     return INDEX.targets.all_targets()
+
+
+def final_plan(campaign):
+    """A precision campaign's runs once its rounds decided."""
+    from perfsnake.stages import precision as precision_stage
+
+    return precision_stage.decisions(INDEX, decision_file, campaign)[0]
+
+
+INDEX.targets.final_plan = final_plan
 
 
 def build_input(wildcards):

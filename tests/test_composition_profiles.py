@@ -88,3 +88,33 @@ def test_why_md_links_resolve_for_values_escaped_in_file_names(tmp_path):
         target = (why.parent / unquote(link)).resolve()
         assert target.is_file() and target.stat().st_size > 0, (link, target)
         assert "label-a%20b%2Fc" in target.name
+
+
+def test_precision_rounds_profile_every_run_they_add(tmp_path):
+    """perf_record under `precision`: the runs later rounds add get their
+    report and flame graph too, and the record's merged stacks fold them all."""
+    camp = write_campaign(
+        tmp_path,
+        {
+            "name": "pr",
+            "benchmark": {
+                "type": "command",
+                # Values are the run numbers: the interval never gets narrow, so max_runs are run.
+                "command": 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo value=$(basename "$PWD" | tr -dc 0-9)',
+                "metrics": {"value": r"value=(\S+)"},
+            },
+            "variables": {"x": [1]},
+            "precision": {"metric": "value", "target_rel_ci": 0.001, "min_runs": 2, "max_runs": 4},
+            "wrappers": [{"type": "perf_record", "frequency": 499}],
+        },
+    )
+    snakemake(tmp_path, camp, "--cores", "1", "all")
+    runs = sorted((tmp_path / "results/pr/runs/x-1").glob("run-*"))
+    assert [r.name for r in runs] == ["run-1", "run-2", "run-3", "run-4"]
+    for rdir in runs:
+        ET.parse(rdir / "flamegraph.svg")
+        assert (rdir / "perf.report").stat().st_size > 0
+    log = (tmp_path / "results/pr/folded/x-1.log").parent
+    assert (log / "x-1.folded").is_file()
+    page = (tmp_path / "results/pr/report/flamegraphs.html").read_text()
+    assert all(f"run {i}" in page for i in range(1, 5)), page[:2000]

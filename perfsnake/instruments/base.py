@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -96,8 +96,9 @@ class Instrument:
         """Builds a run with these parameters needs: (builder, build key, build parameters)."""
         return []
 
-    def targets(self, campaign: str, records: list[str], nb_runs: int, pairs: list[tuple[str, str]]) -> list[str]:
-        """Post-processing products (rule outputs) this instrument adds to a campaign."""
+    def targets(self, campaign: str, plan: Mapping[str, Sequence[int]], pairs: list[tuple[str, str]]) -> list[str]:
+        """Post-processing products (rule outputs) this instrument adds to a
+        campaign: `plan` holds the runs (record path -> run numbers) it covers."""
         return []
 
     def needs_flame_tools(self) -> bool:

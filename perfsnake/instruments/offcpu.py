@@ -25,7 +25,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from perfsnake import layout
@@ -72,8 +72,8 @@ class OffCpu(Wrapper):
     def needs_flame_tools(self) -> bool:
         return True
 
-    def targets(self, campaign: str, records: list[str], nb_runs: int, pairs: list[tuple[str, str]]) -> list[str]:
-        out = [f"{layout.run_dir(campaign, r, i)}/offcpu.svg" for r in records for i in range(1, nb_runs + 1)]
+    def targets(self, campaign: str, plan: Mapping[str, Sequence[int]], pairs: list[tuple[str, str]]) -> list[str]:
+        out = [f"{layout.run_dir(campaign, r, i)}/offcpu.svg" for r, runs in plan.items() for i in runs]
         out += [layout.offcpu_diff(campaign, layout.flat(a), layout.flat(b)) for a, b in pairs]
         return out
 

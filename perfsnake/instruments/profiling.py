@@ -14,6 +14,7 @@ rules/profile.smk turn it into a report, folded stacks and flame graphs.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -282,11 +283,11 @@ class PerfRecord(Wrapper):
         data = run_dir / RECORD_FILE
         return {SPIN_SHARE: spin_share(data, str(self.spec["spin"])) if data.exists() else None}
 
-    def targets(self, campaign: str, records: list[str], nb_runs: int, pairs: list[tuple[str, str]]) -> list[str]:
+    def targets(self, campaign: str, plan: Mapping[str, Sequence[int]], pairs: list[tuple[str, str]]) -> list[str]:
         """perf report and a flame graph per run, folded stacks per record, declared diffs."""
         out: list[str] = []
-        for record in records:
-            for i in range(1, nb_runs + 1):
+        for record, runs in plan.items():
+            for i in runs:
                 rdir = layout.run_dir(campaign, record, i)
                 out += [f"{rdir}/perf.report", f"{rdir}/flamegraph.svg"]
             out.append(layout.folded(campaign, layout.flat(record)))

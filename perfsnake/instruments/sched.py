@@ -23,7 +23,7 @@ import os
 import re
 import subprocess
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from perfsnake import layout
@@ -98,11 +98,11 @@ class SchedTimeline(Wrapper):
     def declared_metrics(self) -> list[str]:
         return list(METRICS)
 
-    def targets(self, campaign: str, records: list[str], nb_runs: int, pairs: list[tuple[str, str]]) -> list[str]:
+    def targets(self, campaign: str, plan: Mapping[str, Sequence[int]], pairs: list[tuple[str, str]]) -> list[str]:
         return [
             gantt(layout.run_dir(campaign, r, i), ext)
-            for r in records
-            for i in range(1, nb_runs + 1)
+            for r, runs in plan.items()
+            for i in runs
             for ext in ("svg", "png")
         ]
 

@@ -118,4 +118,4 @@ def folded_inputs(index: CampaignIndex, name: str, flat_record: str, file: str =
     record = layout.unflat(flat_record)
     if record not in c.by_path:
         raise KeyError(f"{name} has no record {record}")
-    return [f"{layout.run_dir(name, record, i)}/{file}" for i in range(1, c.nb_runs + 1)]
+    return [f"{layout.run_dir(name, record, i)}/{file}" for i in index.targets.plan(name)[record]]
