@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsnake import hostlock, layout
-from perfsnake.benchmarks.base import Benchmark, source_key
+from perfsnake.benchmarks.base import BUILD_THREADS, Benchmark, source_key
 from perfsnake.campaign import Campaign, load_campaigns, schema_error
 from perfsnake.contract import FLEET_VARIABLE, CampaignInfo, Statistics
 from perfsnake.errors import CampaignError
@@ -36,11 +36,6 @@ from perfsnake.figures import Figure, figure_info, parse_figures
 from perfsnake.platforms import Local
 from perfsnake.platforms.local import check_slurm_nodes
 from perfsnake.platforms.ssh import Ssh
-
-#: a build's parallelism (make -j, cmake -j): the build rule's threads here;
-#: on an ssh host, where the build job takes one core of this machine
-#: (Builds.threads), the same number of the host's (stages.build)
-BUILD_THREADS = 2
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,13 @@
+import json
+import re
+from pathlib import Path
+
 import pytest
 import yaml
 
 from perfsnake.campaign import load_campaign, load_campaigns
 from perfsnake.errors import CampaignError
+from perfsnake.machine import capabilities
 from perfsnake.machine.sysinfo import online_cpus
 
 
@@ -172,9 +177,24 @@ def test_value_types_that_print_alike_are_duplicates(tmp_path):
 
 def test_shipped_campaigns_are_valid():
     from perfsnake import ROOT
+    from perfsnake.instruments import sched
 
     files = sorted(str(p) for p in (ROOT / "config" / "campaigns").glob("*.yaml"))
     assert files
+    # A campaign whose sched_timeline records every CPU is refused, in one
+    # line saying so, to a user who may not (that needs root, or
+    # perf_event_paranoid -1 and a readable tracefs), and only to them.
+    problem = capabilities.recording_problem(sched.EVENTS)
+    timelines = [
+        f for f in files if "sched_timeline" in json.dumps(yaml.safe_load(Path(f).read_text()).get("wrappers"))
+    ]
+    if problem:
+        for f in timelines:
+            with pytest.raises(CampaignError) as err:
+                load_campaigns([f])
+            said = rf"{re.escape(f)}: wrappers\[\d+\]: {re.escape(problem)}: the timeline records every CPU's scheduler tracepoints"
+            assert re.fullmatch(said, str(err.value)), err.value
+        files = [f for f in files if f not in timelines]
     # each file once, with the campaigns derived from it (controls, profiled runs)
     loaded = load_campaigns(files)
     assert len([c for c in loaded if not c.control_of and not c.why_of and not c.floor_of]) == len(files)

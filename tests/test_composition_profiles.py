@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from urllib.parse import unquote
 
 import pytest
-from helpers import ROOT, snakemake, write_campaign
+from helpers import ROOT, skip_without_flame_tools, snakemake, write_campaign
 
 from perfsnake import layout
 from perfsnake.escape import var_component
@@ -32,6 +32,7 @@ def test_flat_names_with_tilde_match_and_pairs_split_at_the_separator():
 
 
 def test_a_record_whose_name_ends_in_tilde_gets_its_flame_graphs(tmp_path):
+    skip_without_flame_tools()
     camp = write_campaign(
         tmp_path,
         {
@@ -61,6 +62,7 @@ def test_a_record_whose_name_ends_in_tilde_gets_its_flame_graphs(tmp_path):
 def test_why_md_links_resolve_for_values_escaped_in_file_names(tmp_path):
     """why.md's image links, decoded as a Markdown viewer decodes them, name
     the differential graphs on disk, for records whose names hold %-escapes."""
+    skip_without_flame_tools()
     camp = write_campaign(
         tmp_path,
         {
@@ -93,6 +95,7 @@ def test_why_md_links_resolve_for_values_escaped_in_file_names(tmp_path):
 def test_precision_rounds_profile_every_run_they_add(tmp_path):
     """perf_record under `precision`: the runs later rounds add get their
     report and flame graph too, and the record's merged stacks fold them all."""
+    skip_without_flame_tools()
     camp = write_campaign(
         tmp_path,
         {

@@ -225,9 +225,12 @@ def postgres():
         pytest.skip("PostgreSQL is not installed (Debian package postgresql-15; scripts/setup/apt.sh installs it)")
     bins = bindir[-1].parent
     base = Path(tempfile.mkdtemp(prefix="perfsnake-pg-", dir="/var/tmp"))
-    shutil.chown(base, "postgres", "postgres")
+    # Root runs the server as the postgres user (PostgreSQL refuses root); a
+    # normal user runs it as themselves, in a directory they already own.
     # setpriv execs (runuser would stay the parent and not pass on the stop signal)
     as_pg = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups"] if os.geteuid() == 0 else []
+    if as_pg:
+        shutil.chown(base, "postgres", "postgres")
     subprocess.run([*as_pg, str(bins / "initdb"), "-D", str(base / "data"), "-A", "trust", "-U", "bench", "--no-sync"],
                    check=True, capture_output=True)  # fmt: skip
     with socket.socket() as s:

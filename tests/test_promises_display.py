@@ -232,12 +232,22 @@ RENAMES = ("rename", "renameat", "renameat2")
 
 def _calls(trace: str) -> list[tuple[str, str]]:
     """(system call, its line) of `strace -f` output, in the order they were
-    entered (an unfinished call where it began; its resumption skipped)."""
-    calls = []
+    entered. A call another process's interrupted (`PID syncfs(10</dir>
+    <unfinished ...>`, later `PID <... syncfs resumed>) = 0`) is one line
+    where it began, joined with its resumption's result."""
+    calls: list[tuple[str, str]] = []
+    pending: dict[tuple[str, str], int] = {}  # (pid, call) -> its index in calls
     for line in trace.splitlines():
-        m = re.match(r"^\d+\s+(\w+)\(", line)
-        if m and " resumed>" not in line:
-            calls.append((m.group(1), line))
+        if m := re.match(r"^(\d+)\s+<\.\.\. (\w+) resumed>(.*)$", line):
+            at = pending.pop((m.group(1), m.group(2)), None)
+            if at is not None:
+                # (strace pads a resumed call's result to its column: one space, as in a whole line)
+                calls[at] = (m.group(2), calls[at][1] + re.sub(r"\s+(= .*)$", r" \1", m.group(3)))
+        elif m := re.match(r"^(\d+)\s+(\w+)\(", line):
+            if line.endswith(" <unfinished ...>"):
+                pending[(m.group(1), m.group(2))] = len(calls)
+                line = line.removesuffix(" <unfinished ...>")
+            calls.append((m.group(2), line))
     return calls
 
 

@@ -3,6 +3,8 @@ refuses instruments that would read a variable the campaign lacks."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import yaml
 
@@ -41,6 +43,21 @@ def test_events_perf_lists_and_generic_ones_pass(tmp_path):
     events = ["task-clock", "cs", "cycles", "LLC-load-misses", "sched:sched_switch", "r003c", "cycles:u"]
     wrapper = {"type": "perf_stat", "events": events, "unsupported": "empty"}
     path.write_text(yaml.safe_dump({"name": "c", "benchmark": "heater", "wrappers": [wrapper]}))
+    # A user who may not read tracefs (a normal user, on most distributions):
+    # perf lists no tracepoint for them, so the tracepoint is refused, and
+    # only then; asked of the machine both ways.
+    hidden = capabilities.tracepoint_problem(("sched:sched_switch",)) is not None
+    readable = os.access("/sys/kernel/tracing/events/sched/sched_switch", os.R_OK | os.X_OK)
+    assert hidden != readable, (hidden, readable)
+    if hidden:
+        with pytest.raises(CampaignError) as err:
+            load_campaign(path)
+        assert str(err.value).endswith(
+            "wrappers[0].events: perf does not know the event 'sched:sched_switch' on this machine (`perf list` shows them)"
+        ), err.value
+        events.remove("sched:sched_switch")
+        wrapper["events"] = events
+        path.write_text(yaml.safe_dump({"name": "c", "benchmark": "heater", "wrappers": [wrapper]}))
     assert load_campaign(path).instruments.wrappers[0].events == events
 
 

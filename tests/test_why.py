@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 import pytest
-from helpers import ROOT, jobs_run, snakemake, write_campaign
+from helpers import ROOT, jobs_run, skip_without_flame_tools, snakemake, write_campaign
 
 from perfsnake import profile_differences
 from perfsnake.campaign import load_campaigns
@@ -62,6 +62,7 @@ def _campaign(tmp_path, **extra):
 
 @pytest.mark.e2e
 def test_a_planted_loop_is_named_at_the_top_of_its_differential_profile(tmp_path):
+    skip_without_flame_tools()
     camp = _campaign(tmp_path, profile_differences={"top": 2, "runs": 2})
     snakemake(tmp_path, camp, "--cores", "1", "all")
     out = tmp_path / "results/planted"

@@ -18,6 +18,11 @@ from perfsnake.errors import CampaignError
 from perfsnake.escape import escape_component, value_text
 from perfsnake.shell_template import placeholders, substitute
 
+#: a build's parallelism (make -j, cmake -j): the build rule's threads here;
+#: on an ssh host, where the build job takes one core of this machine
+#: (planning.Builds.threads), the same number of the host's (stages.build)
+BUILD_THREADS = 2
+
 
 @dataclass(frozen=True)
 class BuildContext:

@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 from perfsnake import layout
-from perfsnake.benchmarks.base import Benchmark, BuildContext, source_key
-from perfsnake.planning import BUILD_THREADS
+from perfsnake.benchmarks.base import BUILD_THREADS, Benchmark, BuildContext, source_key
 from perfsnake.platforms import Local, PlatformError, make_platform
 from perfsnake.stages import layout_builds
 
