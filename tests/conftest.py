@@ -192,8 +192,16 @@ def pytest_runtest_protocol(item, nextitem):
     # exclusive request waits for every other session's tests to end, and on
     # a machine shared with busy sessions it waited for many minutes.
     exclusive = item.get_closest_marker("machine_settings") is not None and os.geteuid() == 0
+    # A turnstile first, so that a test waiting to hold the lock alone is not
+    # starved by other sessions' tests taking it shared one after another
+    # (flock prefers nobody): once it waits, new shared holders wait behind it.
+    turnstile = _open_shared(MACHINE_LOCK + ".turnstile")
     fds = [_open_shared(MACHINE_LOCK)]
-    fcntl.flock(fds[0], fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    try:
+        fcntl.flock(turnstile, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        fcntl.flock(fds[0], fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    finally:
+        os.close(turnstile)
     if exclusive:
         from perfsnake import hostlock
 

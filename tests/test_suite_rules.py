@@ -54,3 +54,32 @@ def test_a_test_holds_the_machine_lock_shared_so_a_settings_test_waits(tmp_path)
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     finally:
         os.close(fd)
+
+
+def test_a_test_waiting_to_hold_the_machine_alone_is_not_starved_by_new_shared_holders():
+    """Once a machine_settings test waits (this test holds the lock shared),
+    a new test's shared request waits behind it at the turnstile."""
+    writer = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, os, sys\n"
+         "t = os.open(sys.argv[1] + '.turnstile', os.O_RDONLY); fcntl.flock(t, fcntl.LOCK_EX)\n"
+         "print('turnstile', flush=True)\n"
+         "m = os.open(sys.argv[1], os.O_RDONLY); fcntl.flock(m, fcntl.LOCK_EX); print('alone', flush=True)\n",
+         conftest.MACHINE_LOCK],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert writer.stdout.readline().strip() == "turnstile"  # it waits for this test's shared hold now
+        fd = os.open(conftest.MACHINE_LOCK + ".turnstile", os.O_RDONLY)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                admitted = True
+            except BlockingIOError:
+                admitted = False
+        finally:
+            os.close(fd)
+        assert not admitted, "a new shared holder got past a waiting exclusive one"
+    finally:
+        writer.kill()
+        writer.wait()
