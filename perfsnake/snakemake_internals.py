@@ -216,3 +216,13 @@ def quote_script_python() -> None:
 
     execute.quotes_python = True  # type: ignore[attr-defined]
     PythonScript._execute_cmd = execute
+    # A cluster job's script starts `{python} -m snakemake ...` the same way
+    # (snakemake-interface-executor-plugins 9.x, RemoteExecutor: Slurm's).
+    from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
+
+    executable = RemoteExecutor.get_python_executable
+
+    def quoted(self: Any) -> str:
+        return shlex.quote(str(executable(self)))
+
+    RemoteExecutor.get_python_executable = quoted

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -141,7 +142,7 @@ def test_tracepoints_are_found_before_anything_mounted_tracefs():
     script = (
         "umount /sys/kernel/tracing 2>/dev/null; umount /sys/kernel/debug/tracing 2>/dev/null; "
         "test ! -d /sys/kernel/tracing/events || exit 3; "
-        f"{sys.executable} -c 'from perfsnake.machine import capabilities as c; "
+        f"{shlex.quote(sys.executable)} -c 'from perfsnake.machine import capabilities as c; "
         'print(c.missing_tracepoint(("sched:sched_switch",)))\''
     )
     proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],

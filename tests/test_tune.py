@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
@@ -242,7 +243,7 @@ def in_private_sysfs(
         setup.append(f"mkdir -p {CPU}/{Path(rel).parent} && printf '%s\\n' '{content}' > {CPU}/{rel}")
     steps = []
     for i, argv in enumerate(commands):
-        steps.append(f"{sys.executable} -m perfsnake tune {' '.join(argv)} > {tmp_path}/out{i} 2> {tmp_path}/err{i}; "
+        steps.append(f"{shlex.quote(sys.executable)} -m perfsnake tune {' '.join(argv)} > {tmp_path}/out{i} 2> {tmp_path}/err{i}; "
                      f"echo $? > {tmp_path}/rc{i}; grep -r . {CPU} > {tmp_path}/files{i}")  # fmt: skip
     script = " && ".join(setup) + "\n" + "\n".join(steps)
     proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script], cwd=ROOT,

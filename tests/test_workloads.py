@@ -6,6 +6,7 @@ run end to end through Snakemake."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pandas as pd
@@ -348,7 +349,7 @@ def test_cyclictest_without_rt_priority_is_a_failed_run_with_the_reason(tmp_path
     # Dropped from the bounding and inheritable sets, so nothing the workflow starts gets it back.
     wrapper = tmp_path / "snakemake-without-rt"
     wrapper.write_text(
-        f'#!/bin/sh\nexec setpriv --bounding-set -sys_nice --inh-caps -sys_nice {helpers.SNAKEMAKE} "$@"\n'
+        f'#!/bin/sh\nexec setpriv --bounding-set -sys_nice --inh-caps -sys_nice {shlex.quote(helpers.SNAKEMAKE)} "$@"\n'
     )
     wrapper.chmod(0o755)
     monkeypatch.setattr(helpers, "SNAKEMAKE", str(wrapper))
