@@ -216,13 +216,16 @@ def quote_script_python() -> None:
 
     execute.quotes_python = True  # type: ignore[attr-defined]
     PythonScript._execute_cmd = execute
-    # A cluster job's script starts `{python} -m snakemake ...` the same way
-    # (snakemake-interface-executor-plugins 9.x, RemoteExecutor: Slurm's).
-    from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 
-    executable = RemoteExecutor.get_python_executable
 
-    def quoted(self: Any) -> str:
-        return shlex.quote(str(executable(self)))
-
-    RemoteExecutor.get_python_executable = quoted
+def cluster_python_problem(executor: str, python: str) -> str | None:
+    """Why a cluster executor cannot start this workflow's jobs (None: it
+    can). Slurm's executor (2.8.0) and its job step (0.6.1) put the Python's
+    path unquoted into the job script and srun's command: one under a path
+    with a space fails every job on the node. Checked on 9.27.1."""
+    if executor.startswith("slurm") and any(c.isspace() for c in python):
+        return (
+            f"the Slurm executor cannot start jobs from a Python whose path has a space ({python}): "
+            "put the checkout and its .venv under a path without one"
+        )
+    return None

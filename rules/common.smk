@@ -80,6 +80,11 @@ onstart:
     # A fleet of Slurm nodes needs Slurm's executor (known only now, not when
     # the workflow is parsed) and nodes the cluster has: one line otherwise,
     # before any job.
+    _problem = snakemake_internals.cluster_python_problem(
+        workflow.executor_plugin.cli_prefix, sys.executable
+    )
+    if _problem:
+        sys.exit(f"perfsnake: error: {_problem}")
     try:
         for _line in INDEX.runs.check_slurm_fleets(
             workflow.executor_plugin.cli_prefix

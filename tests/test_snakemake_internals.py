@@ -171,3 +171,10 @@ def test_no_marks_and_files_that_are_no_marks(tmp_path):
     (root / "migration_underway").write_text("")
     (root / "gA==").write_text("")  # base64 of the byte 0x80
     assert list(internals.incomplete_marks(tmp_path)) == []
+
+
+def test_slurm_from_a_python_under_a_path_with_a_space_is_refused_in_one_line():
+    problem = internals.cluster_python_problem("slurm", "/home/a b/perfsnake/.venv/bin/python")
+    assert problem and "(/home/a b/perfsnake/.venv/bin/python)" in problem and "\n" not in problem
+    assert internals.cluster_python_problem("slurm", "/home/ab/.venv/bin/python") is None
+    assert internals.cluster_python_problem("local", "/home/a b/.venv/bin/python") is None
