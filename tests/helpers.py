@@ -166,3 +166,15 @@ def skip_without_flame_tools() -> None:
         pytest.skip(
             "no inferno in this account (make setup installs it with cargo, which this account lacks): flame graphs"
         )
+
+
+def printed(stdout: str, label: str) -> str:
+    """The value of the heater's "<label>: <value>" line, read without the parser."""
+    (value,) = [line.removeprefix(f"{label}: ") for line in stdout.splitlines() if line.startswith(f"{label}: ")]
+    return value
+
+
+def printed_intervals(stdout: str) -> list[tuple[int, float, int]]:
+    """The heater's "interval <k> <seconds> <ops>" lines, read without the parser."""
+    rows = [line.split(" ") for line in stdout.splitlines() if line.startswith("interval ")]
+    return [(int(k), float(t), int(n)) for _word, k, t, n in rows]

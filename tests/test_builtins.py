@@ -5,24 +5,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import jobs_run, snakemake, write_campaign
+from helpers import jobs_run, printed, printed_intervals, snakemake, write_campaign
 
 from perfsnake.campaign_csv import read_csv, read_metadata
 from perfsnake.machine.sysinfo import online_cpus
 
 pytestmark = pytest.mark.e2e
-
-
-def printed(stdout: str, label: str) -> str:
-    """The value of the heater's "<label>: <value>" line, read without the parser."""
-    (value,) = [line.removeprefix(f"{label}: ") for line in stdout.splitlines() if line.startswith(f"{label}: ")]
-    return value
-
-
-def printed_intervals(stdout: str) -> list[tuple[int, float, int]]:
-    """The heater's "interval <k> <seconds> <ops>" lines, read without the parser."""
-    rows = [line.split(" ") for line in stdout.splitlines() if line.startswith("interval ")]
-    return [(int(k), float(t), int(n)) for _word, k, t, n in rows]
 
 
 def interval_rates(intervals: list[tuple[int, float, int]]) -> list[float]:

@@ -10,7 +10,8 @@ import xml.etree.ElementTree as ET
 from urllib.parse import unquote
 
 import pytest
-from helpers import ROOT, skip_without_flame_tools, snakemake, write_campaign
+from helpers import skip_without_flame_tools, snakemake, write_campaign
+from test_why import _campaign as planted_campaign
 
 from perfsnake import layout
 from perfsnake.escape import var_component
@@ -63,24 +64,8 @@ def test_why_md_links_resolve_for_values_escaped_in_file_names(tmp_path):
     """why.md's image links, decoded as a Markdown viewer decodes them, name
     the differential graphs on disk, for records whose names hold %-escapes."""
     skip_without_flame_tools()
-    camp = write_campaign(
-        tmp_path,
-        {
-            "name": "planted",
-            "benchmark": {
-                "type": "command",
-                "source": {"path": str(ROOT / "src/demo")},
-                "build": "cc -O2 -fno-omit-frame-pointer -fno-inline -o {build_dir}/planted {src_dir}/planted.c",
-                # The score separates the variants by construction, whatever the machine's speed.
-                "command": "{build_dir}/planted {variant} 150000000 && case {variant} in hot) b=200;; *) b=100;; esac; "
-                "echo score=$((b + $$ % 7))",
-                "metrics": {"score": r"score=(\d+)"},
-            },
-            "variables": {"variant": ["plain", "hot"], "label": ["a b/c"]},
-            "nb_runs": 4,
-            "statistics": {"metrics": ["score"]},
-            "profile_differences": {"top": 1, "runs": 2},
-        },
+    camp = planted_campaign(
+        tmp_path, variables={"variant": ["plain", "hot"], "label": ["a b/c"]}, profile_differences={"top": 1, "runs": 2}
     )
     snakemake(tmp_path, camp, "--cores", "1", "all")
     why = tmp_path / "results/planted/why/why.md"

@@ -4,7 +4,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import compile_c
+from helpers import compile_c, printed, printed_intervals
 
 from perfsnake.benchmarks.command import CommandBenchmark
 from perfsnake.benchmarks.heater import HeaterBenchmark
@@ -17,18 +17,6 @@ DATA = Path(__file__).parent / "data"
 @pytest.fixture(scope="module")
 def heater(tmp_path_factory):
     return compile_c(c_source("heater", "heater.c"), tmp_path_factory.mktemp("bin") / "heater")
-
-
-def printed(stdout: str, label: str) -> str:
-    """The value of the heater's "<label>: <value>" line, read without the parser."""
-    (value,) = [line.removeprefix(f"{label}: ") for line in stdout.splitlines() if line.startswith(f"{label}: ")]
-    return value
-
-
-def printed_intervals(stdout: str) -> list[tuple[int, float, int]]:
-    """The heater's "interval <k> <seconds> <ops>" lines, read without the parser."""
-    rows = [line.split(" ") for line in stdout.splitlines() if line.startswith("interval ")]
-    return [(int(k), float(t), int(n)) for _word, k, t, n in rows]
 
 
 def test_heater_output(heater):
