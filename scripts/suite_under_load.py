@@ -86,13 +86,19 @@ def main() -> int:
             procs[lane] = (proc, begin, junit, log)
             if not args.cpu:
                 proc.wait()  # quiet: one lane at a time, nothing beside it
+        ended: dict[str, float] = {}
+        while len(ended) < len(procs):  # each lane's own wall time, whichever ends first
+            for lane, (proc, begin, _junit, _log) in procs.items():
+                if lane not in ended and proc.poll() is not None:
+                    ended[lane] = time.monotonic() - begin
+            time.sleep(1)
         for lane, (proc, begin, junit, log) in procs.items():
             status = proc.wait()
             log.close()
             tail = (scratch / f"{lane}.log").read_text(errors="replace").splitlines()[-3:]
             results[lane] = {
                 "status": status,
-                "wall_s": round(time.monotonic() - begin, 1),
+                "wall_s": round(ended[lane], 1),
                 "last_lines": tail,
                 "files": per_file(junit),
             }

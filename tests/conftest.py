@@ -224,18 +224,25 @@ def _controller(config) -> bool:
     return not hasattr(config, "workerinput")
 
 
-def pytest_sessionstart(session):
-    if _controller(session.config) and os.geteuid() == 0:
+def _users():
+    """tests/users.py, or None where this conftest serves another tree (tests/test_ci_rules.py copies it)."""
+    try:
         import users
+    except ModuleNotFoundError:
+        return None
+    return users
 
+
+def pytest_sessionstart(session):
+    users = _users()
+    if users and _controller(session.config) and os.geteuid() == 0:
         users.remove_users(only_dead=True)  # a session that died left its users
         shutil.rmtree("/var/tmp/perfsnake-test-users", ignore_errors=True)  # the shared venv of earlier versions
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if _controller(session.config) and os.geteuid() == 0:
-        import users
-
+    users = _users()
+    if users and _controller(session.config) and os.geteuid() == 0:
         users.remove_users(only_dead=False)
 
 

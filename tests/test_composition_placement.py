@@ -6,6 +6,7 @@ thread, so `close`, `far` and `round_robin` keep their promise."""
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ PROGRAM = Path(__file__).parent / "data" / "threads_report.c"
 def test_placement_under_an_observer_places_the_programs_threads(tmp_path, wrappers, command):
     camp = write_campaign(tmp_path, {
         "name": "place",
-        "benchmark": {"type": "command", "build": f"cc -O2 -pthread -o {{build_dir}}/threads {PROGRAM}",
+        "benchmark": {"type": "command", "build": f"cc -O2 -pthread -o {{build_dir}}/threads {shlex.quote(str(PROGRAM))}",
                       "command": command, "metrics": {"value": r"value=(\S+)"}},
         "variables": {"placement": ["round_robin"]},
         "pre_run_hooks": ["placement"], "wrappers": wrappers, "nb_runs": 1, "timeout_s": 60,

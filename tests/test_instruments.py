@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -256,7 +257,7 @@ def test_placement_daemon_pins_threads_by_policy(tmp_path):
     program = Path(__file__).parent / "data" / "threads_report.c"
     camp = write_campaign(tmp_path, {
         "name": "place",
-        "benchmark": {"type": "command", "build": f"cc -O2 -pthread -o {{build_dir}}/threads {program}",
+        "benchmark": {"type": "command", "build": f"cc -O2 -pthread -o {{build_dir}}/threads {shlex.quote(str(program))}",
                       "command": "{build_dir}/threads 4", "metrics": {"value": r"value=(\S+)"}},
         "variables": {"placement": ["normal", "round_robin", "close", "far"]},
         "pre_run_hooks": ["placement"], "nb_runs": 1, "timeout_s": 30,
