@@ -92,7 +92,7 @@ def main() -> int:
                 if lane not in ended and proc.poll() is not None:
                     ended[lane] = time.monotonic() - begin
             time.sleep(1)
-        for lane, (proc, begin, junit, log) in procs.items():
+        for lane, (proc, _begin, junit, log) in procs.items():
             status = proc.wait()
             log.close()
             tail = (scratch / f"{lane}.log").read_text(errors="replace").splitlines()[-3:]
