@@ -44,7 +44,11 @@ def per_file(junit: Path) -> dict[str, dict[str, float]]:
     if not junit.exists():
         return {}
     for case in ET.parse(junit).getroot().iter("testcase"):
-        name = (case.get("classname") or "").split(".")[0] + ".py"
+        # classname: tests.test_x (or tests.test_x.TestClass): the module's file
+        parts = (case.get("classname") or "").split(".")
+        name = (
+            "/".join(parts[: next((i + 1 for i, p in enumerate(parts) if p.startswith("test_")), len(parts))]) + ".py"
+        )
         entry = files[name]
         entry["seconds"] += float(case.get("time") or 0)
         outcome = next((child.tag for child in case if child.tag in ("failure", "error", "skipped")), "passed")
