@@ -42,6 +42,7 @@ from test_logger import LIVE, argv, in_terminal, screen
 from perfsnake.campaign_csv import read_csv
 from perfsnake.instruments import sched
 from perfsnake.machine import capabilities
+from perfsnake.placement import SHELLS
 
 pytestmark = pytest.mark.e2e
 
@@ -207,7 +208,7 @@ def test_the_speedup_stack_of_a_program_a_shell_forks_is_the_programs(tmp_path):
             timeline = sched.load(tmp_path / f"results/ss/runs/how-{how}/threads-{threads}/run-1")
             assert timeline is not None, (how, threads)
             names = {int(t["tid"]): t["name"] for t in timeline["threads"]}
-            shell_ms = sum(float(t["runtime_ms"]) for t in timeline["threads"] if t["name"] in sched.SHELLS)
+            shell_ms = sum(float(t["runtime_ms"]) for t in timeline["threads"] if t["name"] in SHELLS)
             prog_ms = sum(float(t["runtime_ms"]) for t in timeline["threads"] if t["name"] == "scaling")
             seen = (how, threads, timeline["app"], shell_ms, prog_ms)
             if how == "fork":  # what the rule is for: the shell ran more than the program

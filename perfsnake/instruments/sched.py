@@ -30,7 +30,7 @@ from perfsnake import layout
 from perfsnake.instruments.base import Context
 from perfsnake.instruments.wrappers import Wrapper
 from perfsnake.machine import capabilities
-from perfsnake.placement import RUN_TOOLS, SHELLS
+from perfsnake.placement import OBSERVERS, RUN_TOOLS
 from perfsnake.values import number
 
 DATA_FILE = "sched.data"
@@ -39,8 +39,6 @@ JSON_FILE = "sched.json"
 GANTT = "sched_gantt"
 EVENTS = ("sched:sched_switch", "sched:sched_waking", "sched:sched_wakeup_new", "sched:sched_migrate_task",
           "sched:sched_process_fork", "sched:sched_process_exec")  # fmt: skip
-#: The run's own tools and the shells that start its program (one list with placement's).
-TOOLS = RUN_TOOLS
 LOST = "sched.lost_events"
 #: The parallel region (see parallel_region): its length, its threads and their time in it.
 PARALLEL = ("sched.par.threads", "sched.par.region_ms", "sched.par.running_ms", "sched.par.wait_ms",
@@ -311,7 +309,7 @@ def analyse(
     for t in threads:
         by_name[str(t["name"])] += float(t["runtime_ms"])
     names_ranked = (
-        [n for n in by_name if n not in TOOLS | SHELLS] or [n for n in by_name if n not in TOOLS] or list(by_name)
+        [n for n in by_name if n not in OBSERVERS] or [n for n in by_name if n not in RUN_TOOLS] or list(by_name)
     )
     app_name = max(names_ranked, key=lambda n: by_name[n], default=None)
     app = [t for t in threads if t["name"] == app_name]
