@@ -538,6 +538,24 @@ def test_the_parallel_region_splits_each_threads_time_into_its_causes():
     assert sum(region[p] for p in parts) == pytest.approx(4 * region["region_ms"])  # every thread's T_p, once
 
 
+def test_a_creator_whose_last_slice_a_loaded_vm_stretched_only_waited():
+    """Main (100) creates 101 at 10 ms; its slice before pthread_join ends 3.2 ms
+    later (a loaded VM's steal, as CI saw), more than 5 % of the region but a
+    fraction of the worker's 14 ms: it did not work beside it."""
+    ev: list[tuple] = [_switch(0, 0.0, 0, "R", 100)]
+    ev.append(("prog", 100, 0, 0.010, "sched:sched_process_fork", {"pid": "100", "child_pid": "101"}))
+    ev.append(("prog", 100, 0, 0.010, "sched:sched_wakeup_new", {"pid": "101", "target_cpu": "1"}))
+    ev.append(_switch(1, 0.010, 0, "R", 101))
+    ev.append(_switch(0, 0.0132, 100, "S", 0))  # main: pthread_join
+    ev.append(("prog", 101, 1, 0.024, "sched:sched_waking", {"pid": "100", "target_cpu": "0"}))
+    ev.append(_switch(1, 0.024, 101, "X", 0))
+    ev.append(_switch(0, 0.024, 0, "R", 100))
+    ev.append(_switch(0, 0.025, 100, "X", 0))
+    region = sched.analyse(ev, 100)["region"]
+    assert region["participants"] == [101] and region["threads"] == 1
+    assert region["region_ms"] == pytest.approx(14) and region["running_ms"] == pytest.approx(14)
+
+
 @pytest.mark.parametrize(("other_cpu_switch", "ran", "blocked"), [(0.003, 7, 1), (0.0005, 8, 0)])
 def test_a_thread_is_never_in_two_states_at_once_when_events_were_lost(other_cpu_switch, ran, blocked):
     """Asleep on CPU 0 at 2 ms; its wake-up and its switch-in on CPU 1 lost (as

@@ -46,6 +46,11 @@ PARALLEL = ("sched.par.threads", "sched.par.region_ms", "sched.par.running_ms", 
 #: A thread takes part in the parallel region when it ran or waited for a CPU
 #: this share of it: a helper asleep throughout (LevelDB's compaction thread) does not.
 PARTICIPATES = 0.05
+#: the creator works beside its workers when it ran at least this share of an
+#: average worker's running time in the region: a creator that only creates
+#: and joins runs microseconds, or a few ms a loaded VM's steal adds to its
+#: last slice before the join (CI: 3.2 ms beside a 14 ms worker)
+CREATOR_SHARE = 0.5
 METRICS = ("sched.threads", "sched.runtime_ms", "sched.wait_ms", "sched.delay_ms", "sched.blocked_ms",
            "sched.migrations", "sched.cpus_used", LOST, "sched.app.threads", "sched.app.runtime_ms",
            "sched.app.wait_ms", "sched.app.delay_ms", "sched.app.blocked_ms", *PARALLEL)  # fmt: skip
@@ -375,8 +380,9 @@ def parallel_region(
     others; the workers, those of its children that ran or waited for a CPU
     at least PARTICIPATES of the region, which runs from the first worker's
     creation to the end of the last one's last slice (T_p). The creator takes
-    part when it ran that much of the region too (it worked beside them);
-    else it only waited (db_bench's main thread). Per participant, its T_p
+    part when it ran that much of the region and at least CREATOR_SHARE of an
+    average worker's running time (it worked beside them); else it only
+    waited (db_bench's main thread, a pthread_join). Per participant, its T_p
     is running + runnable (`wait_ms`) + blocked + imbalance: a worker's time
     in the region before it was created and after its last slice, and the
     creator's join wait, its sleeps that a worker ended once the first worker
@@ -432,7 +438,9 @@ def parallel_region(
     joins = [(a, b) for a, b in slept[creator] if b >= done and woken_by.get((creator, b), -1) in {-1, *workers}]
     joins = joins if creator not in workers else []
     join_wait = _overlap(joins, lo, hi)
-    takes_part = creator not in workers and _overlap(runs[creator], lo, hi) >= PARTICIPATES * max(length, 1e-9)
+    worked = _overlap(runs[creator], lo, hi)
+    average = sum(_overlap(runs[t], lo, hi) for t in workers) / len(workers)
+    takes_part = creator not in workers and worked >= max(PARTICIPATES * max(length, 1e-9), CREATOR_SHARE * average)
     participants = [*workers, *([creator] if takes_part else [])]
     if takes_part:
         ran, waiting, blocked = _partition((runs[creator], waited[creator], slept[creator]), lo, hi)
