@@ -191,19 +191,33 @@ def scripts_in_process(workflow: Any, run_script: Callable[[Path, Any], None]) -
         rule.run_func = run
 
 
-# ---- a script job's Python, quoted ----------------------------------------------------
+# ---- a job's Python, quoted ----------------------------------------------------
 
 
-def quote_script_python() -> None:
-    """Quote the Python a `script:` job starts. Snakemake formats its command
-    as `{py_exec} {fname:q}` with `py_exec` = sys.executable unquoted, so a
-    virtual environment under a path with a space (a checkout in
-    `~/My Projects/`) fails every build job with "No such file or
+def quote_job_python() -> None:
+    """Quote the Python a job starts. Snakemake formats a `script:` job's
+    command as `{py_exec} {fname:q}` with `py_exec` = sys.executable
+    unquoted, so a virtual environment under a path with a space (a checkout
+    in `~/My Projects/`) fails every build job with "No such file or
     directory". PythonScript._execute_cmd gets `py_exec` as a keyword;
-    quoted there, the shell sees one word. Checked on 9.27.1."""
+    quoted there, the shell sees one word. The local executor's command for
+    a `run:` job it spawns (without --force-use-threads: perfsnake used as a
+    module, without our workflow profile) starts `sys.executable -m
+    snakemake` unquoted too: LocalExecutor.get_python_executable, quoted.
+    Checked on 9.27.1."""
     import shlex
 
+    from snakemake.executors.local import Executor as LocalExecutor
     from snakemake.script import PythonScript
+
+    spawner = LocalExecutor.get_python_executable
+    if not getattr(spawner, "quotes_python", False):
+
+        def quoted_python(self: Any) -> str:
+            return shlex.quote(spawner(self))
+
+        quoted_python.quotes_python = True  # type: ignore[attr-defined]
+        LocalExecutor.get_python_executable = quoted_python  # type: ignore[method-assign]
 
     original = PythonScript._execute_cmd
     if getattr(original, "quotes_python", False):

@@ -28,8 +28,14 @@ def _venv_with_our_packages(where: Path) -> Path:
     return python
 
 
-@pytest.mark.parametrize("in_process", ["true", "false"])
-def test_a_checkout_under_a_path_with_a_space_runs(tmp_path, in_process):
+#: scripts in the Snakemake process or each its own Python; without our
+#: workflow profile (as a module is used) no --force-use-threads: the local
+#: executor starts each `run:` job as `python -m snakemake`
+CASES = [("true", []), ("false", []), ("true", ["--workflow-profile", "none", "--resources", "bench_lock=1"])]
+
+
+@pytest.mark.parametrize(("in_process", "profile"), CASES, ids=["in-process", "script-python", "spawned-jobs"])
+def test_a_checkout_under_a_path_with_a_space_runs(tmp_path, in_process, profile):
     base = tmp_path / "My Projects"
     checkout = copy_checkout(base / "perfsnake")
     python = _venv_with_our_packages(base / "a venv")
@@ -41,8 +47,8 @@ def test_a_checkout_under_a_path_with_a_space_runs(tmp_path, in_process):
                       "command": "{build_dir}/v {x}", "metrics": {"value": r"value=(\S+)"}},
         "variables": {"x": [1, 2]}, "nb_runs": 2,
     }))  # fmt: skip
-    proc = subprocess.run([str(python), "-m", "snakemake", "--cores", "1", "all", "--config", f"campaign={campaign}",
-                           f"scripts_in_process={in_process}"], cwd=checkout, capture_output=True, text=True,
+    proc = subprocess.run([str(python), "-m", "snakemake", "--cores", "1", "all", *profile, "--config",
+                           f"campaign={campaign}", f"scripts_in_process={in_process}"], cwd=checkout, capture_output=True, text=True,
                           timeout=600, check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert sorted(s["status"] for s in statuses(checkout, "sp").values()) == ["ok"] * 4
