@@ -168,23 +168,54 @@ def _record_holder(fd: int) -> None:
         pass
 
 
+#: beside the lock: who waits holds it, so a batch that gives the lock up
+#: between runs and takes it again at once cannot starve a waiter (flock
+#: wakes a waiter but hands it nothing: the releaser's next try wins)
+TURNSTILE_SUFFIX = ".turnstile"
+
+
+def _turnstile(path: Path) -> int | None:
+    """The turnstile's descriptor; None when this user cannot open it (the
+    lock alone still serialises the runs, without the fairness)."""
+    try:
+        return _open(path.with_name(path.name + TURNSTILE_SUFFIX))
+    except OSError:
+        return None
+
+
+def _take(fd: int, turnstile: int | None, block: bool) -> bool:
+    """The turnstile, then the lock (False: one of them is held, not blocking)."""
+    flags = fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB)
+    try:
+        if turnstile is not None:
+            fcntl.flock(turnstile, flags)  # held already: no change
+        fcntl.flock(fd, flags)
+        return True
+    except BlockingIOError:
+        return False
+
+
 @contextmanager
 def host_lock() -> Iterator[int]:
-    """Hold the host's benchmark lock; says so in one line when it must wait."""
+    """Hold the host's benchmark lock; says so in one line when it must wait.
+    Waiters are served before a holder that comes back (the turnstile)."""
     path = lock_path()
     fd = _open(path)
     try:
+        turnstile = _turnstile(path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder(fd)
-            who = f" ({holder})" if holder else ""
-            print(
-                f"[perfsnake] waiting for {path}: another benchmark{who} runs on this machine",
-                file=sys.stderr,
-                flush=True,
-            )
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            if not _take(fd, turnstile, block=False):
+                holder = _holder(fd)
+                who = f" ({holder})" if holder else ""
+                print(
+                    f"[perfsnake] waiting for {path}: another benchmark{who} runs on this machine",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                _take(fd, turnstile, block=True)
+        finally:
+            if turnstile is not None:
+                os.close(turnstile)  # through: the next waiter may queue
         _record_holder(fd)
         _held.fd = fd
         yield fd

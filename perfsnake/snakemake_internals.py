@@ -217,7 +217,7 @@ def quote_job_python() -> None:
             return shlex.quote(spawner(self))
 
         quoted_python.quotes_python = True  # type: ignore[attr-defined]
-        LocalExecutor.get_python_executable = quoted_python  # type: ignore[method-assign]
+        LocalExecutor.get_python_executable = quoted_python
 
     original = PythonScript._execute_cmd
     if getattr(original, "quotes_python", False):

@@ -52,7 +52,8 @@ def start(directory: Path, port: int | None = None) -> Sshd:
         f"AuthorizedKeysFile {directory / 'authorized_keys'}\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         "PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\n"
     )
-    Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation directory
+    if os.geteuid() == 0:  # root's sshd chroots its unprivileged child there; a user's needs none
+        Path("/run/sshd").mkdir(exist_ok=True)
     proc = subprocess.Popen([SSHD, "-D", "-f", str(config), "-E", str(directory / "sshd.log")])
     deadline = time.monotonic() + 20
     while True:

@@ -78,6 +78,46 @@ def test_a_second_holder_waits_and_names_the_first(private_lock):
                 proc.communicate("", timeout=60)
 
 
+def test_a_holder_that_takes_the_lock_again_at_once_lets_the_waiter_in_first(private_lock, monkeypatch):
+    """A batch gives the lock up between two runs and asks for it again at
+    once; a process already waiting gets it first (the turnstile), instead of
+    losing every race to the batch until its last run."""
+    import threading
+
+    lock = private_lock / "bench.lock"
+    monkeypatch.setenv(hostlock.LOCK_ENV, str(lock))
+    env = {**os.environ, hostlock.LOCK_ENV: str(lock)}
+    events: list[str] = []
+    holding, queued = threading.Event(), threading.Event()
+
+    def batch() -> None:
+        with hostlock.host_lock():  # a run
+            holding.set()
+            queued.wait(timeout=60)
+        with hostlock.host_lock():  # the next one, asked for at once
+            events.append("batch")
+
+    runs = threading.Thread(target=batch)
+    runs.start()
+    waiter = None
+    try:
+        assert holding.wait(timeout=60)
+        waiter = subprocess.Popen([sys.executable, "-c", HOLD.format(root=str(ROOT))], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)  # fmt: skip
+        assert "waiting for" in waiter.stderr.readline()  # it queued: printed before it blocks
+        queued.set()
+        assert waiter.stdout.readline() == "held\n"
+        assert events == [], "the batch took the lock back before the waiting process had it"
+        waiter.communicate("", timeout=60)
+        runs.join(timeout=60)
+        assert events == ["batch"]
+    finally:
+        queued.set()
+        if waiter is not None and waiter.poll() is None:
+            waiter.communicate("", timeout=60)
+        runs.join(timeout=60)
+
+
 @pytest.mark.skipif(not is_root(), reason="makes a file of another user: needs root")
 def test_a_lock_someone_else_made_narrower_still_locks_or_says_why(private_lock, monkeypatch):
     user = ensure_user("alice")

@@ -68,23 +68,23 @@ def in_sleep(pid: int) -> bool:
 
 # ---- 1. a batch gives the host lock up between its runs ------------------------------------
 
-#: Another benchmark on this machine: takes the host lock (waiting for it),
-#: says when it got it, holds it until told to go, says when it let it go.
+#: Another invocation's run on this machine: takes the host lock as runs do
+#: (hostlock.host_lock, queued behind the turnstile while it waits), says
+#: when it got it, holds it until told to go, says when it let it go.
 TAKER = r"""
-import fcntl, os, sys, time
+import os, sys, time
 from pathlib import Path
-lock, out = sys.argv[1], Path(sys.argv[2])
-fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+from perfsnake import hostlock
+out = Path(sys.argv[1])
 (out / "trying").touch()
-fcntl.flock(fd, fcntl.LOCK_EX)
-(out / "taken").write_text(repr(time.time()))
-deadline = time.monotonic() + 300
-while not (out / "letgo").exists():
-    if time.monotonic() > deadline:
-        sys.exit("never told to let go")
-    time.sleep(0.02)
-(out / "released").write_text(repr(time.time()))
-fcntl.flock(fd, fcntl.LOCK_UN)
+with hostlock.host_lock():
+    (out / "taken").write_text(repr(time.time()))
+    deadline = time.monotonic() + 300
+    while not (out / "letgo").exists():
+        if time.monotonic() > deadline:
+            sys.exit("never told to let go")
+        time.sleep(0.02)
+    (out / "released").write_text(repr(time.time()))
 """
 
 
@@ -118,7 +118,9 @@ def test_a_batch_gives_the_host_lock_up_between_its_runs(tmp_path):
         assert proc.poll() is None, err.read_text()[-3000:]
         out = tmp_path / "taker"
         out.mkdir()
-        taker = subprocess.Popen([sys.executable, "-c", TAKER, str(lock), str(out)])
+        taker = subprocess.Popen(
+            [sys.executable, "-c", TAKER, str(out)], env={**os.environ, "PERFSNAKE_HOST_LOCK": str(lock)}
+        )
         wait_for(lambda: (out / "trying").exists() or taker.poll() is not None, "the other process to ask")
         assert not (out / "taken").exists(), "the lock was free while the batch ran its first run"
         os.close(os.open(fifo, os.O_WRONLY))  # the first run ends
