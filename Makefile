@@ -67,7 +67,7 @@ test: setup
 	# Two workers, one test file each at a time: most of a test's time is
 	# Snakemake start-up and waiting on runs, so two halve the wall clock.
 	# -rs: every skipped test says why (a skip is not a pass).
-	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile -m "not ready and not long"
+	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile -m "not ready and not long and not matrix"
 	$(MAKE) --no-print-directory lint
 
 ## The long lane: the minutes-long test files (tests/conftest.py LONG_FILES)
@@ -76,6 +76,12 @@ test: setup
 .PHONY: long smoke
 long: setup
 	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -n 2 --dist loadfile -m "ready or long"
+
+## The composition matrix (docs/composition.md): its covering campaigns,
+## every feature pair, through one Snakemake invocation; each checked.
+.PHONY: matrix
+matrix: setup
+	$(VENV)/bin/pytest -q -rs -p no:cacheprovider -m matrix tests/test_composition_matrix.py
 
 ## Both lanes side by side under stress-ng --cpu 2, per-file times to
 ## bench/results/suite-<date>-<load>.json (CLONE=1: in a fresh clone in a
