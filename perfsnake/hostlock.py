@@ -196,10 +196,11 @@ def _take(fd: int, turnstile: int | None, block: bool) -> bool:
 
 
 @contextmanager
-def host_lock() -> Iterator[int]:
-    """Hold the host's benchmark lock; says so in one line when it must wait.
-    Waiters are served before a holder that comes back (the turnstile)."""
-    path = lock_path()
+def host_lock(path: Path | None = None) -> Iterator[int]:
+    """Hold the host's benchmark lock (or the one at `path`); says so in one
+    line when it must wait. Waiters are served before a holder that comes
+    back (the turnstile)."""
+    path = path or lock_path()
     fd = _open(path)
     try:
         turnstile = _turnstile(path)

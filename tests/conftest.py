@@ -17,6 +17,7 @@ if "PERFSNAKE_HOST_LOCK" not in os.environ or "PERFSNAKE_TEST_LOCK_DIR" in os.en
     os.environ["PERFSNAKE_HOST_LOCK"] = os.path.join(_locks, f"bench-{_worker}.lock")
 # The test session's controller (its workers inherit it): names the session's test users (tests/users.py).
 os.environ.setdefault("PERFSNAKE_TEST_SESSION_PID", str(os.getpid()))
+import contextlib  # noqa: E402
 import fcntl  # noqa: E402
 import shutil  # noqa: E402
 
@@ -202,16 +203,16 @@ def pytest_runtest_protocol(item, nextitem):
         fcntl.flock(fds[0], fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
     finally:
         os.close(turnstile)
-    if exclusive:
-        from perfsnake import hostlock
-
-        try:
-            fds.append(hostlock._open(hostlock.default_path()))
-            fcntl.flock(fds[-1], fcntl.LOCK_EX)
-        except OSError:
-            pass  # a lock this user may not open: no campaign of theirs to disturb
     try:
-        yield
+        with contextlib.ExitStack() as machine:
+            if exclusive:
+                from perfsnake import hostlock
+
+                try:
+                    machine.enter_context(hostlock.host_lock(hostlock.default_path()))
+                except OSError:
+                    pass  # a lock this user may not open: no campaign of theirs to disturb
+            yield
     finally:
         for fd in reversed(fds):
             os.close(fd)

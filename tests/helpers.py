@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -50,10 +51,33 @@ def snakemake(
     if campaign is not None:
         cmd += ["--config", f"campaign={campaign}"]
     environ = {**os.environ, **env} if env else None
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir, check=False, env=environ)
+    proc = run_group(cmd, timeout, cwd=workdir, env=environ)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc
+
+
+def run_group(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run in a session of its own, output captured as text; on
+    the timeout the whole group is killed (subprocess.run kills only the
+    child: Snakemake's jobs and launchers lived on, holding locks and CPUs)."""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                          **kwargs) as proc:  # fmt: skip
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            raise
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL to a process started with start_new_session and everything of its group."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.communicate()
 
 
 def statuses(workdir: Path, campaign: str) -> dict[str, dict]:

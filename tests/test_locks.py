@@ -8,8 +8,10 @@ import pytest
 from helpers import jobs_run, snakemake, write_campaign
 
 from perfsnake.campaign_csv import read_csv
+from perfsnake.instruments.libs import ALLOCATORS
 from perfsnake.instruments.locks import ALGORITHMS, LOCK_SOURCE
 from perfsnake.layout import c_source
+from perfsnake.machine.sysinfo import find_library
 
 TORTURE = c_source("locks", "torture.c")
 
@@ -70,6 +72,23 @@ def test_torture_catches_a_broken_lock(built):
     proc = torture(built, "broken.so", 4, iterations=50000, timeout=600)
     assert proc.returncode == 1
     assert "FAILED" in proc.stderr
+
+
+@pytest.mark.parametrize("allocator", sorted(ALLOCATORS))
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_every_algorithm_beside_a_preloaded_allocator(built, algorithm, allocator):
+    """shared_libs: [lock, jemalloc] (found by the composition matrix): the
+    allocator's own mutexes are the library's, so neither its set-up (the
+    NUMA topology) nor a lock's state may allocate; fopen's malloc deadlocked
+    inside jemalloc's initialisation before a program's first line."""
+    soname, package = ALLOCATORS[allocator]
+    path = find_library(soname)
+    assert path, f"{soname} missing (Debian package {package}; make setup installs it)"
+    env = {"PATH": "/usr/bin:/bin", "LD_PRELOAD": f"{built / f'{algorithm}.so'}:{path}"}
+    proc = subprocess.run([str(built / "torture"), "3", "500"], env=env, capture_output=True, text=True,
+                          timeout=600, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"torture: ok {algorithm} threads=3")
 
 
 def test_glibc_baseline(built):

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import slurm_command, statuses, write_campaign
+from helpers import kill_group, run_group, slurm_command, statuses, write_campaign
 from slurm_cluster import ClusterUnavailable, SlurmCluster, for_tests, missing_binaries
 
 from perfsnake.campaign_csv import read_csv
@@ -57,8 +57,7 @@ def campaign(hosts: list[str]) -> dict:
 def run(
     workdir: Path, camp: Path, cluster: SlurmCluster, *args: str, check: bool = True
 ) -> subprocess.CompletedProcess:
-    proc = subprocess.run(slurm_command(workdir, camp, *args), capture_output=True, text=True, timeout=600, cwd=workdir,
-                          env=cluster.env, check=False)  # fmt: skip
+    proc = run_group(slurm_command(workdir, camp, *args), 600, cwd=workdir, env=cluster.env)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
     return proc
@@ -131,6 +130,7 @@ def test_a_down_node_holds_up_only_its_runs_and_the_resume_makes_only_them(clust
     # came back by itself when its slurmd answered late under load (and ran its jobs).
     subprocess.run([*down, "State=DRAIN", "Reason=perfsnake-test"], env=cluster.env, check=True, timeout=30)
     log = (tmp_path / "first.log").open("w")
+    proc = None
     try:
         proc = subprocess.Popen(slurm_command(tmp_path, camp, "all"), cwd=tmp_path, env=cluster.env, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
@@ -150,6 +150,10 @@ def test_a_down_node_holds_up_only_its_runs_and_the_resume_makes_only_them(clust
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     finally:
+        if (
+            proc is not None and proc.poll() is None
+        ):  # the wait above failed: nothing of this invocation outlives the test
+            kill_group(proc)
         log.close()
         subprocess.run([*down, "State=RESUME"], env=cluster.env, check=False, timeout=30)
     first = (tmp_path / "first.log").read_text()

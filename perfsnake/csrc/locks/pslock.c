@@ -29,6 +29,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -36,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -139,33 +141,39 @@ owned:
 static short cpu_node[MAX_CPUS];
 static int nr_nodes = 1;
 
+/* open/read, not stdio: setup() runs inside the first pthread_mutex_init or
+ * lock, which may be an allocator's (jemalloc initialising itself), and
+ * fopen's malloc would re-enter that allocator and deadlock on its lock. */
 static void read_topology(void)
 {
 	char path[96], buf[4096];
 	for (int node = 0; node < MAX_NODES; node++) {
-		FILE *f;
+		ssize_t len;
+		int fd;
 		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
-		f = fopen(path, "r");
-		if (!f)
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
 			continue;
-		if (fgets(buf, sizeof(buf), f)) {
-			char *p = buf;
-			while (*p && *p != '\n') {
-				long lo = strtol(p, &p, 10), hi = lo;
-				if (*p == '-')
-					hi = strtol(p + 1, &p, 10);
-				for (long c = lo; c <= hi && c < MAX_CPUS; c++)
-					if (c >= 0)
-						cpu_node[c] = (short)node;
-				if (*p == ',')
-					p++;
-				else
-					break;
-			}
-			if (node + 1 > nr_nodes)
-				nr_nodes = node + 1;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		char *p = buf;
+		while (*p && *p != '\n') {
+			long lo = strtol(p, &p, 10), hi = lo;
+			if (*p == '-')
+				hi = strtol(p + 1, &p, 10);
+			for (long c = lo; c <= hi && c < MAX_CPUS; c++)
+				if (c >= 0)
+					cpu_node[c] = (short)node;
+			if (*p == ',')
+				p++;
+			else
+				break;
 		}
-		fclose(f);
+		if (node + 1 > nr_nodes)
+			nr_nodes = node + 1;
 	}
 }
 
@@ -301,18 +309,26 @@ struct hmcs {
 	struct leaf leaves[];
 };
 
+static size_t hmcs_size(void)
+{
+	return sizeof(struct hmcs) + (size_t)nr_nodes * sizeof(struct leaf);
+}
+
 static struct hmcs *hmcs_of(struct gmutex *m)
 {
 	struct hmcs *h = LOAD((struct hmcs **)&m->state), *fresh = NULL;
 
 	if (h)
 		return h;
-	if (posix_memalign((void **)&fresh, 64, sizeof(*fresh) + (size_t)nr_nodes * sizeof(struct leaf)))
+	/* mmap, not malloc: the mutex may be the allocator's own (jemalloc's,
+	 * tcmalloc's), and allocating from inside its lock would re-enter it.
+	 * Zero-filled and page-aligned (the 64-byte alignment the leaves need). */
+	fresh = mmap(NULL, hmcs_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fresh == MAP_FAILED)
 		abort();
-	memset(fresh, 0, sizeof(*fresh) + (size_t)nr_nodes * sizeof(struct leaf));
 	if (CAS((struct hmcs **)&m->state, &h, fresh))
 		return fresh;
-	free(fresh);
+	munmap(fresh, hmcs_size());
 	return h;
 }
 
@@ -625,7 +641,8 @@ int pthread_mutex_destroy(pthread_mutex_t *mutex)
 	struct gmutex *m = (struct gmutex *)mutex;
 
 	if (HANDLED(m) && LOAD(&m->lock) == 0) {
-		free(m->state);
+		if (m->state)
+			munmap(m->state, hmcs_size());
 		m->state = NULL;
 	}
 #endif
