@@ -98,6 +98,15 @@ ROOT_ONLY = {
 } | {
     "tests/test_slurm.py::test_campaign_through_slurm_matches_local_run": "starts slurmctld, slurmd and munged (slurmd launches jobs as root)",
 } | {
+    # The matrix is every feature's: drop_caches, attach, the every-CPU
+    # recorders (perf_event_paranoid 2) and inferno in resources/ are root's here.
+    "tests/test_composition_matrix.py::" + t: "the matrix holds root-only features (drop_caches, attach, every-CPU recording)"
+    for t in (
+        "test_every_pair_runs_in_a_campaign_or_is_refused_for_a_documented_reason",
+        "test_every_covering_campaign_runs_right",
+        "test_the_invocation_exits_zero",
+    )
+} | {
     "tests/test_slurm_fleet.py::" + t: "starts slurmctld, three slurmd and munged (slurmd launches jobs as root)"
     for t in (
         "test_each_node_builds_its_own_and_runs_its_records_alone",
