@@ -202,3 +202,31 @@ def printed_intervals(stdout: str) -> list[tuple[int, float, int]]:
     """The heater's "interval <k> <seconds> <ops>" lines, read without the parser."""
     rows = [line.split(" ") for line in stdout.splitlines() if line.startswith("interval ")]
     return [(int(k), float(t), int(n)) for _word, k, t, n in rows]
+
+
+#: A process recording 300 runs into a results store (argv: url, writer's
+#: name, then what `setup` reads), 30 at a time, the first 100 the same runs
+#: as every other writer's: two at once must lose and double no row.
+STORE_WRITER = r"""
+import json, sys
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from perfsnake.history.store import Store, run_key
+url, who = sys.argv[1], sys.argv[2]
+store = Store.open(url)
+{setup}
+rows = []
+for i in range(300):
+    owner = "shared" if i < 100 else who
+    rows.append(dict(run_key=run_key({campaign!r}, owner, "{{}}", i, "t"), campaign={campaign!r}, hostname=owner,
+                     record="{{}}", run=i, status="ok", start="t", end=None, wall_s=1.0, metrics=json.dumps({{"x": i}}),
+                     versions="{{}}"))
+for chunk in range(0, 300, 30):
+    store.record(dict(campaign={campaign!r}, hostname=who, recorded_at="now", source="import"), rows[chunk:chunk + 30])
+print("done")
+"""
+
+
+def store_writer(campaign: str, setup: str = "") -> str:
+    """STORE_WRITER for `campaign`, with `setup` run after the store is opened."""
+    return STORE_WRITER.format(root=str(ROOT), campaign=campaign, setup=setup)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from helpers import ROOT, SNAKEMAKE, alive, processes_under, snakemake, statuses, write_campaign
+from helpers import ROOT, SNAKEMAKE, alive, processes_under, snakemake, statuses, store_writer, write_campaign
 
 from perfsnake.history import import_path
 from perfsnake.history.store import SCHEMA_VERSION, Store, StoreError, run_key, schema_info
@@ -254,26 +254,8 @@ def postgres():
     shutil.rmtree(base, ignore_errors=True)
 
 
-WRITER = """
-import sys, json
-sys.path.insert(0, {root!r})
-from perfsnake.history.store import Store, run_key
-url, who = sys.argv[1], sys.argv[2]
-store = Store.open(url)
-# 300 runs, the first 100 shared by both writers (the same measurements recorded twice)
-rows = []
-for i in range(300):
-    owner = "shared" if i < 100 else who
-    rows.append(dict(run_key=run_key("pg", owner, "{{}}", i, "t"), campaign="pg", hostname=owner, record="{{}}",
-                     run=i, status="ok", start="t", end=None, wall_s=1.0, metrics=json.dumps({{"x": i}}), versions="{{}}"))
-for chunk in range(0, 300, 30):
-    store.record(dict(campaign="pg", hostname=who, recorded_at="now", source="import"), rows[chunk:chunk + 30])
-print("done")
-"""
-
-
 def test_two_writers_at_once_on_postgresql_lose_no_row(postgres):
-    code = WRITER.format(root=str(ROOT))
+    code = store_writer("pg")
     writers = [subprocess.Popen([sys.executable, "-c", code, postgres, who], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for who in ("a", "b")]  # fmt: skip
     for w in writers:

@@ -29,7 +29,7 @@ import pytest
 import sqlalchemy as sa
 import sshd
 import yaml
-from helpers import ROOT, SNAKEMAKE, jobs_run, snakemake, statuses, write_campaign
+from helpers import ROOT, SNAKEMAKE, jobs_run, snakemake, statuses, store_writer, write_campaign
 
 from perfsnake.campaign_csv import read_csv
 from perfsnake.history.store import Store, run_key
@@ -210,29 +210,16 @@ def test_a_fleets_hosts_run_at_the_same_time(tmp_path, tmp_path_factory, two_hos
 
 # ---- 3, 4. SQLite writers at once, a locked store ------------------------------------------
 
-WRITER = r"""
-import json, sys
-from pathlib import Path
+#: The store writer's set-up: a marker file at its first INSERT, from when it
+#: may have to wait for the store (argv[3]).
+FIRST_WRITE = """
 import sqlalchemy as sa
-sys.path.insert(0, {root!r})
-from perfsnake.history.store import Store, run_key
-url, who, marker = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-store = Store.open(url)
+marker = Path(sys.argv[3])
 
 @sa.event.listens_for(store.engine, "before_cursor_execute")
 def _about_to(conn, cursor, statement, *args):
     if statement.lstrip().upper().startswith("INSERT"):
-        marker.touch()  # the first write: from here it may have to wait for the store
-
-# 300 runs, the first 100 shared by both writers (the same runs recorded twice)
-rows = []
-for i in range(300):
-    owner = "shared" if i < 100 else who
-    rows.append(dict(run_key=run_key("lite", owner, "{{}}", i, "t"), campaign="lite", hostname=owner, record="{{}}",
-                     run=i, status="ok", start="t", end=None, wall_s=1.0, metrics=json.dumps({{"x": i}}), versions="{{}}"))
-for chunk in range(0, 300, 30):
-    store.record(dict(campaign="lite", hostname=who, recorded_at="now", source="import"), rows[chunk:chunk + 30])
-print("done")
+        marker.touch()
 """
 
 
@@ -257,7 +244,7 @@ def test_two_sqlite_writers_at_once_wait_for_each_other_and_lose_no_row(tmp_path
     url = f"sqlite:///{path}"
     Store.open(url)  # the store exists: what its writers meet is the lock, not its creation
     holder = hold_write_lock(path)
-    code = WRITER.format(root=str(ROOT))
+    code = store_writer("lite", FIRST_WRITE)
     writers = {}
     try:
         for who in ("a", "b"):
