@@ -687,16 +687,16 @@ def execute_batch(index: CampaignIndex, name: str, round_number: int, k: int,
     safefile.write_text(Path(marker), json.dumps(data, indent=1) + "\n")
 
 
-def first_line(path: Path) -> str:
-    """The first non-empty line of a file (the usual place of an error message)."""
+def last_line(path: Path, tail: int = 64 * 1024) -> str:
+    """The last non-empty line of a file: where a program that fails says why
+    (warnings and notes come before it; a Python traceback ends with it)."""
     try:
-        with path.open(errors="replace") as f:
-            for line in f:
-                if line.strip():
-                    return line.strip()[:200]
+        with path.open("rb") as f:
+            f.seek(max(0, f.seek(0, 2) - tail))
+            lines = [line.strip() for line in f.read().decode(errors="replace").splitlines() if line.strip()]
     except FileNotFoundError:
-        pass
-    return ""
+        return ""
+    return lines[-1][:200] if lines else ""
 
 
 def failure_line(campaign: str, label: str, rdir: Path) -> str | None:
@@ -713,7 +713,7 @@ def failure_line(campaign: str, label: str, rdir: Path) -> str | None:
         how = f"killed by signal {status['signal']}"
     else:
         how = f"exit code {status.get('exit_code')}"
-    err = first_line(rdir / "stderr.txt")
+    err = last_line(rdir / "stderr.txt")
     return f"[perfsnake] {campaign}: run {label} {state.upper()}: {how}" + (f": {err}" if err else "")
 
 
