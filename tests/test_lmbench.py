@@ -903,7 +903,9 @@ def test_line_size(bins):
     for k in sorted(sweeps):
         strides = [s for s, _ in sweeps[k]]
         assert strides == [8 << i for i in range(len(strides))] and len(strides) >= 2, proc.stdout
-        least = [min(t, least[i]) if i < len(least) else t for i, (_, t) in enumerate(sweeps[k])] + least[len(strides):]
+        least = [min(t, least[i]) if i < len(least) else t for i, (_, t) in enumerate(sweeps[k])] + least[
+            len(strides) :
+        ]
         line = line_rule(least[: len(strides)])
         if k < len(sweeps):  # swept again only when this sweep found nothing, after every stride
             assert line is None and strides[-1] == os.sysconf("SC_PAGE_SIZE") // 16, proc.stdout
