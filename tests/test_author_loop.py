@@ -31,7 +31,9 @@ def test_failures_and_unparsed_runs_are_loud_and_strict_mode_fails(tmp_path):
     camp = write_campaign(tmp_path, _campaign({"value": r"value=(\d+)", "typo": r"othr=(\d+)"}))
     proc = snakemake(tmp_path, camp, "--cores", "1", "all")  # exit 0 without strict mode
     err = proc.stdout + proc.stderr
-    assert "run x-3/run-1 FAILED: exit code 3: boom: bad input 3" in err  # the last stderr line, not a warning before it
+    assert (
+        "run x-3/run-1 FAILED: exit code 3: boom: bad input 3" in err
+    )  # the last stderr line, not a warning before it
     assert "run x-4/run-1 FAILED: exit code 3: boom: bad input 4" in err
     assert "run x-1/run-1 UNPARSED: no match for typo" in err and "run x-2/run-1 UNPARSED" in err
     assert "loop: 0 ok, 2 failed, 2 unparsed" in err
