@@ -230,3 +230,20 @@ print("done")
 def store_writer(campaign: str, setup: str = "") -> str:
     """STORE_WRITER for `campaign`, with `setup` run after the store is opened."""
     return STORE_WRITER.format(root=str(ROOT), campaign=campaign, setup=setup)
+
+
+#: the container platform's image the tests use (scripts/setup/container.sh's default)
+IMAGE = "localhost/perfsnake-bookworm:latest"
+
+
+def build_image() -> str | None:
+    """Why the container image could not be made here (None: it is here),
+    built without a registry by scripts/setup/container.sh (debootstrap;
+    kept once built; one build at a time however many test files ask)."""
+    import shutil
+
+    if not shutil.which("podman"):
+        return "podman is not installed"
+    proc = subprocess.run(["bash", str(ROOT / "scripts/setup/container.sh"), IMAGE], capture_output=True, text=True,
+                          timeout=900, check=False)  # fmt: skip
+    return None if proc.returncode == 0 else f"scripts/setup/container.sh failed: {proc.stderr.strip()[-300:]}"

@@ -30,14 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from helpers import ROOT
+from helpers import IMAGE, ROOT
 
 from perfsnake import benchmarks, platforms
 from perfsnake.instruments.registry import HOOKS, LIBS, WRAPPERS
 
 #: the metric every run records, whatever its benchmark (the launcher's)
 METRIC = "wall_s"
-IMAGE = "localhost/perfsnake-bookworm:latest"
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from helpers import IMAGE, build_image
 
 from perfsnake.campaign import load_campaign, load_campaigns
 from perfsnake.errors import CampaignError
@@ -175,6 +178,15 @@ def test_value_types_that_print_alike_are_duplicates(tmp_path):
         load_campaign(write(tmp_path, cmd_campaign(variables={"x": [4, "4"]})))
 
 
+def _podman_has(image: str) -> bool:
+    import shutil
+
+    return (
+        bool(shutil.which("podman"))
+        and subprocess.run(["podman", "image", "exists", image], check=False).returncode == 0
+    )
+
+
 def test_shipped_campaigns_are_valid():
     from perfsnake import ROOT
     from perfsnake.instruments import sched
@@ -195,6 +207,19 @@ def test_shipped_campaigns_are_valid():
             said = rf"{re.escape(f)}: wrappers\[\d+\]: {re.escape(problem)}: the timeline records every CPU's scheduler tracepoints"
             assert re.fullmatch(said, str(err.value)), err.value
         files = [f for f in files if f not in timelines]
+    # A container campaign needs the engine and its image, and is refused in
+    # one line naming them only where this account's podman has no image.
+    containers = [
+        f for f in files if (yaml.safe_load(Path(f).read_text()).get("platform") or {}).get("type") == "container"
+    ]
+    if os.geteuid() == 0:
+        assert build_image() is None  # root's suite has it (scripts/setup/container.sh)
+    if not _podman_has(IMAGE):
+        for f in containers:
+            with pytest.raises(CampaignError) as err:
+                load_campaigns([f])
+            assert re.fullmatch(rf"{re.escape(f)}: platform\.(engine|image): .*", str(err.value)), err.value
+        files = [f for f in files if f not in containers]
     # each file once, with the campaigns derived from it (controls, profiled runs)
     loaded = load_campaigns(files)
     assert len([c for c in loaded if not c.control_of and not c.why_of and not c.floor_of]) == len(files)

@@ -24,8 +24,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from helpers import ROOT, SNAKEMAKE, write_campaign
-from matrix import IMAGE as MATRIX_IMAGE
+from helpers import ROOT, SNAKEMAKE, build_image, write_campaign
 from matrix import NOT_YET, STRUCTURAL, Context, Feature, all_pairs, campaign, covering, features, pair
 
 from perfsnake.campaign_csv import read_csv
@@ -111,8 +110,15 @@ def plan_context(workdir: Path) -> Context:
     return Context(workdir, ssh_platform=ssh)
 
 
+def _image() -> None:
+    """The container platform's image, which validate runs each wrapper in."""
+    if problem := build_image():
+        pytest.fail(f"the container platform's image: {problem}")
+
+
 @pytest.fixture(scope="module")
 def matrix_plan(tmp_path_factory) -> Plan:
+    _image()
     workdir = tmp_path_factory.mktemp("matrix-plan")
     return make_plan(workdir, plan_context(workdir))
 
@@ -227,11 +233,8 @@ class Invocation:
 @pytest.fixture(scope="module")
 def matrix_run(tmp_path_factory, request) -> Invocation:
     from sshd import start
-    from test_ready_campaigns import IMAGE, _build_image
 
-    assert IMAGE == MATRIX_IMAGE
-    if problem := _build_image():
-        pytest.fail(f"the container platform's image: {problem}")
+    _image()
     workdir = tmp_path_factory.mktemp("matrix")
     server = start(workdir / "sshd")
     request.addfinalizer(server.proc.terminate)

@@ -8,14 +8,13 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import sshd
-from helpers import ROOT, SNAKEMAKE, snakemake, statuses, write_campaign
-
-IMAGE = "localhost/perfsnake-bookworm:latest"
+from helpers import IMAGE, ROOT, SNAKEMAKE, build_image, snakemake, statuses, write_campaign
 
 
 def command_campaign(command: str, platform: dict, variables: dict | None = None, **extra) -> dict:
@@ -175,10 +174,8 @@ def test_ssh_refuses_instruments_that_act_on_this_machine(tmp_path):
 def image():
     if not shutil.which("podman"):
         pytest.skip("podman is not installed (scripts/setup/container.sh installs it)")
-    # Builds the local image once (debootstrap + podman import, no registry).
-    subprocess.run(
-        ["bash", str(ROOT / "scripts/setup/container.sh"), IMAGE], check=True, capture_output=True, timeout=900
-    )
+    problem = build_image()
+    assert problem is None, problem
     return IMAGE
 
 
@@ -240,6 +237,83 @@ def test_container_timeout_and_killed_workflow_leave_nothing_running(tmp_path, i
     wait_for(lambda: not pgrep(marker), 15, "the benchmark in the container to stop")
     wait_for(lambda: not subprocess.run(["podman", "ps", "-aq", "--filter", "name=perfsnake-"], capture_output=True, text=True).stdout.strip(),
              30, "the container to be removed")  # fmt: skip
+
+
+def test_container_wrappers_run_inside_the_image(tmp_path, image):
+    """The image has the programs the observer wrappers run (time, strace,
+    ltrace, valgrind, numactl): each wraps the benchmark inside the container
+    and reports its metrics."""
+    for name, wrappers, metrics in (
+        ("tm", [{"type": "time"}, {"type": "strace"}], ["time.max_rss_kb", "strace.total_calls"]),
+        ("vg", [{"type": "valgrind"}], ["valgrind.instructions"]),
+        ("nl", [{"type": "numactl"}, {"type": "ltrace"}], ["ltrace.total_calls"]),
+    ):
+        work = tmp_path / name
+        data = command_campaign("echo value=1", {"type": "container", "image": image}, {"physcpubind": ["0"]},
+                                nb_runs=1, wrappers=wrappers)  # fmt: skip
+        snakemake(work, write_campaign(work, data), "--cores", "1", "all")
+        result = json.loads((work / "results/p/runs/physcpubind-0/run-1/result.json").read_text())
+        assert result["status"] == "ok", result
+        assert all(result["metrics"][m] is not None for m in metrics), (name, result["metrics"])
+
+
+def _validate(workdir: Path, data: dict, env: dict | None = None) -> subprocess.CompletedProcess:
+    camp = write_campaign(workdir, data)
+    return subprocess.run([sys.executable, "-m", "perfsnake", "validate", str(camp)], cwd=workdir, env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+
+
+def _works_inside(image: str, *argv: str, options: tuple[str, ...] = ()) -> bool:
+    cmd = ["podman", "run", "--rm", "--network=none", *options, image, *argv]
+    return subprocess.run(cmd, capture_output=True, check=False).returncode == 0
+
+
+def test_container_validate_refuses_what_the_image_cannot_run_in_one_line(tmp_path, image):
+    """validate runs each wrapper once in the image: a program the image
+    lacks, perf_event_open forbidden in the container, a missing image or
+    engine are refused in one line naming the key, before anything is written."""
+
+    def refused(data: dict, key: str, *says: str, env: dict | None = None) -> None:
+        proc = _validate(tmp_path, data, env)
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode != 0 and len(lines) == 1, proc.stdout + proc.stderr
+        assert lines[0].startswith(f"perfsnake: error: {tmp_path}/campaigns/c.yaml: {key}: "), lines[0]
+        assert all(s in lines[0] for s in says), lines[0]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["campaigns"]
+
+    platform = {"type": "container", "image": image}
+    perf_stat = command_campaign("echo value=1", platform, wrappers=[{"type": "perf_stat"}])
+    # Whether perf may open its events in a container is the engine's and the kernel's: asked directly.
+    if _works_inside(image, "perf", "stat", "-e", "task-clock", "true"):
+        assert _validate(tmp_path, perf_stat).returncode == 0
+    else:
+        refused(perf_stat, "platform", "wrappers[0] (perf_stat) cannot run in the image", "seccomp=unconfined")
+    unconfined = {**platform, "options": ["--security-opt=seccomp=unconfined"]}
+    allowed = _works_inside(image, "perf", "stat", "-e", "task-clock", "true", options=tuple(unconfined["options"]))
+    assert allowed == (_validate(tmp_path, {**perf_stat, "platform": unconfined}).returncode == 0)
+
+    # An image without strace: the wrapper is refused, naming the program and how to add it.
+    bare = "localhost/perfsnake-test-nostrace:latest"
+    builder = f"perfsnake-test-nostrace-{os.getpid()}"
+    subprocess.run(
+        ["podman", "run", "--name", builder, image, "rm", "/usr/bin/strace"], check=True, capture_output=True
+    )
+    try:
+        subprocess.run(["podman", "commit", "-q", builder, bare], check=True, capture_output=True)
+        strace = command_campaign("echo value=1", {"type": "container", "image": bare}, wrappers=[{"type": "strace"}])
+        refused(strace, "platform", "wrappers[0] (strace)", "strace: not found", "PERFSNAKE_IMAGE_PACKAGES")
+    finally:
+        subprocess.run(["podman", "rm", "-f", builder], capture_output=True, check=False)
+        subprocess.run(["podman", "rmi", "-f", bare], capture_output=True, check=False)
+
+    nosuch = command_campaign("echo value=1", {"type": "container", "image": "localhost/perfsnake-nosuch:latest"})
+    refused(nosuch, "platform.image", "localhost/perfsnake-nosuch:latest is not among podman's images")
+    # No podman on PATH (nor in the sbin directories perfsnake also searches).
+    bin_dir = tmp_path.parent / f"{tmp_path.name}-bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    refused(command_campaign("echo value=1", platform), "platform.engine", "podman is not installed",
+            env={**os.environ, "PATH": str(bin_dir)})  # fmt: skip
 
 
 def test_ssh_path_mapping_is_one_pass_for_nested_roots():

@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from helpers import ROOT, snakemake
+from helpers import IMAGE, ROOT, build_image, snakemake
 
 from perfsnake.campaign_csv import read_csv
 
@@ -39,7 +39,6 @@ pytestmark = pytest.mark.ready
 
 CAMPAIGNS = sorted((ROOT / "config" / "campaigns").glob("*.yaml"))
 FIGURE_CONFIGS = sorted((ROOT / "config" / "figures").glob("*.yaml"))
-IMAGE = "localhost/perfsnake-bookworm:latest"
 
 # ---- shrinking, generic by key ------------------------------------------------------------
 
@@ -233,17 +232,6 @@ def _requires_unmet(name: str) -> str | None:
 REFUSED_ANY = Refusal("requires", "the machine state of its requires: (governor, turbo, SMT, ...)", lambda: None)
 
 
-def _build_image() -> str | None:
-    """Why the container image could not be made here (None: it is here),
-    built without a registry as tests/test_platforms.py does (debootstrap)."""
-    if not shutil.which("podman"):
-        return "podman is not installed"
-    proc = subprocess.run(
-        ["bash", str(ROOT / "scripts/setup/container.sh"), IMAGE], capture_output=True, text=True, timeout=900
-    )
-    return None if proc.returncode == 0 else f"scripts/setup/container.sh failed: {proc.stderr.strip()[-300:]}"
-
-
 # ---- the shared invocation --------------------------------------------------------------------
 
 
@@ -320,7 +308,7 @@ def ready(tmp_path_factory) -> Ready:
     (workdir / "src").symlink_to(ROOT / "src")
     (workdir / "tests/data").mkdir(parents=True)
     (workdir / "tests/data/import").symlink_to(ROOT / "tests/data/import")
-    image_problem = _build_image()
+    image_problem = build_image()
     (workdir / "campaigns").mkdir()
     for path in CAMPAIGNS:
         shrunk = shrink(yaml.safe_load(path.read_text()))

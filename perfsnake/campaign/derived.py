@@ -57,11 +57,12 @@ def _derived_campaign(c: Campaign, suffix: str, instruments: Instruments, **chan
     return derived
 
 
-def why_campaign(c: Campaign) -> Campaign | None:
+def why_campaign(c: Campaign, check_machine: bool = True) -> Campaign | None:
     """The profiled runs of `profile_differences`: the same records with perf
     record added (or the campaign's own perf_record), under
     results/<name>__why/, run only for the pairs the statistics pick and never
-    part of them."""
+    part of them. The recorder is checked where it runs, as the campaign's
+    own wrappers were (`check_machine`)."""
     spec = c.data.get("profile_differences")
     if spec is None:
         return None
@@ -80,6 +81,8 @@ def why_campaign(c: Campaign) -> Campaign | None:
         recorder.check([r.values for r in c.records], c.variables)
         # innermost: it samples the benchmark, not the other wrappers
         instruments = dataclasses.replace(instruments, wrappers=[*instruments.wrappers, recorder])
+        if check_machine:
+            c.platform.check_here(instruments, [r.values for r in c.records], c.origin)
     return _derived_campaign(c, "why", instruments, nb_runs=int(spec["runs"]), precision=None, bisect=None, references=[],
                     compare_with=[], why_of=c.name)  # fmt: skip
 

@@ -73,6 +73,7 @@ def load_campaign(path: str | Path, origin: str | None = None, check_machine: bo
     build_vars = _build_variables(benchmark, order)
     if check_machine:  # last: a problem of the file itself is reported first
         check_requires(data, isinstance(benchmark, ImportedBenchmark), origin)
+        platform.check_here(instruments, recs, origin)
     recs, skipped = _skip_unavailable(instruments, recs, origin, check_machine)
     records = [_record(r, order, build_vars, fleet.get(str(r.get(FLEET_VARIABLE)), platform).build_tag()) for r in recs]
     kept = {r.path for r in records}
@@ -229,7 +230,7 @@ def _raw(path: Path, origin: str) -> dict:
 def load_campaigns(paths: list[str], origin: str = "config", check_machine: bool = True) -> list[Campaign]:
     campaigns = [load_campaign(p, check_machine=check_machine) for p in paths]
     campaigns += [d for c in list(campaigns) for d in control_campaigns(c)]
-    campaigns += [w for c in list(campaigns) if (w := why_campaign(c)) is not None]
+    campaigns += [w for c in list(campaigns) if (w := why_campaign(c, check_machine)) is not None]
     campaigns += [f for c in list(campaigns) if (f := floor_campaign(c)) is not None]
     seen: dict[str, str] = {}
     for c in campaigns:

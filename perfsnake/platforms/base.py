@@ -45,6 +45,11 @@ class PlatformProtocol(Protocol):
         """Refuse, before any run, instruments the platform cannot carry."""
         ...
 
+    def check_here(self, instruments: object, records: Sequence[Mapping[str, object]], origin: str) -> None:
+        """Refuse, before any run, what this machine's side of the platform
+        lacks for these instruments (asked only when the machine is checked)."""
+        ...
+
     def launch(self, workdir: Path, run_dir: Path, script: str, timeout_s: float | None,
                params: Mapping[str, object] | None = None) -> int:  # fmt: skip
         """Run the run directory's command.sh (written already; `script` is its

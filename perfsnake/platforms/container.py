@@ -5,16 +5,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perfsnake import layout
 from perfsnake.errors import CampaignError
+from perfsnake.instruments.base import Context
+from perfsnake.machine.sysinfo import find_program
 from perfsnake.platforms.base import COMMAND_FILE, PLATFORM_FILE, command_output, remote_launch, render_plain
 from perfsnake.platforms.local import Local
 from perfsnake.shell_template import placeholders
+
+if TYPE_CHECKING:
+    from perfsnake.instruments import Instruments
+    from perfsnake.instruments.wrappers import Wrapper
 
 #: Engine options the platform sets itself (or that would defeat it).
 RESERVED = {
@@ -32,6 +41,51 @@ RESERVED = {
     "w",
     "entrypoint",
 }
+
+
+#: where the wrapper probes run inside the image
+PROBE_DIR = "/tmp/perfsnake-probe"
+#: what each probe printed last: (engine, image id, network, options, prefix) -> None or (status, reason)
+_PROBED: dict[tuple[object, ...], tuple[int, str] | None] = {}
+#: the lines of a failed probe's stderr that say why, in order of preference
+_WHY = ("not found", "not permitted", "permission", "unable to", "no such")
+
+
+def _probe(engine: str, image_id: str, network: str, options: tuple[str, ...],
+           prefixes: list[tuple[str, ...]]) -> dict[tuple[str, ...], tuple[int, str]]:  # fmt: skip
+    """The prefixes that fail around `true` in the image: prefix -> (exit
+    status, the line of its stderr that says why). The ones not asked before
+    run in one container; a process asks each once."""
+    key = (engine, image_id, network, options)
+    todo = sorted({p for p in prefixes if (*key, p) not in _PROBED})
+    if todo:
+        script = [f"mkdir -p {PROBE_DIR}/{i} && cd {PROBE_DIR}/{i} && {shlex.join(p)} true >out 2>err; "
+                  f"echo \"@@ {i} $?\"; cat err" for i, p in enumerate(todo)]  # fmt: skip
+        proc = subprocess.run([engine, "run", "--rm", f"--network={network}", *options, image_id, "/bin/sh", "-c",
+                               "\n".join(script)], capture_output=True, text=True, check=False)  # fmt: skip
+        parts = re.split(r"^@@ (\d+) (\d+)$", proc.stdout, flags=re.M)
+        said = {int(parts[i]): (int(parts[i + 1]), parts[i + 2]) for i in range(1, len(parts) - 2, 3)}
+        for i, p in enumerate(todo):
+            status, err = said.get(i, (proc.returncode, proc.stderr))
+            _PROBED[(*key, p)] = None if status == 0 else (status, _reason(err))
+    return {p: got for p in prefixes if (got := _PROBED[(*key, p)])}
+
+
+def _reason(err: str) -> str:
+    lines = [line.strip() for line in err.splitlines() if line.strip() and line.strip() != "Error:"]
+    for word in _WHY:
+        line = next((line for line in lines if word in line.lower()), None)
+        if line:
+            return line[:200]
+    return lines[-1][:200] if lines else "no message"
+
+
+def _hint(reason: str) -> str:
+    if "perf_event" in reason or "permission to enable" in reason.lower():
+        return " (the engine's seccomp profile forbids perf_event_open: the platform's options: [--security-opt=seccomp=unconfined] allow it)"
+    if "not found" in reason:
+        return " (scripts/setup/container.sh's PERFSNAKE_IMAGE_PACKAGES adds Debian packages to the image)"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -90,6 +144,33 @@ class Container:
 
     def check(self, instruments: object, origin: str) -> None:
         return None
+
+    def check_here(self, instruments: Instruments, records: Sequence[Mapping[str, object]], origin: str) -> None:
+        """The engine, the image, and each wrapper run once in the image around
+        `true` as a run would run it, so that a program the image lacks, or
+        perf_event_open forbidden by the engine's seccomp profile, is refused
+        here in one line rather than failing every run."""
+        if find_program(self.engine) is None:
+            raise CampaignError(origin, "platform.engine",
+                                f"{self.engine} is not installed (scripts/setup/container.sh installs podman)")  # fmt: skip
+        image = subprocess.run([self.engine, "image", "inspect", "--format", "{{.Id}}", self.image],
+                               capture_output=True, text=True, check=False)  # fmt: skip
+        if image.returncode != 0:
+            raise CampaignError(origin, "platform.image", f"{self.image} is not among {self.engine}'s images "
+                                "(scripts/setup/container.sh builds localhost/perfsnake-bookworm:latest)")  # fmt: skip
+        probes: list[tuple[Wrapper, tuple[str, ...]]] = []
+        for i, wrapper in enumerate(instruments.wrappers):
+            # The first record that gives it something to run (an empty cpu_list pins nothing).
+            ctx = (Context(r, Path(f"{PROBE_DIR}/{i}")) for r in records or [{}])
+            argv = next((tuple(a) for c in ctx if (a := wrapper.prefix(c))), ())
+            if argv:
+                probes.append((wrapper, argv))
+        failed = _probe(self.engine, image.stdout.strip(), self.network, self.options, [a for _, a in probes])
+        for wrapper, argv in probes:
+            if argv in failed:
+                status, reason = failed[argv]
+                raise CampaignError(origin, "platform", f"{wrapper.key} ({wrapper.kind}) cannot run in the image "
+                                    f"{self.image}: {reason} (exit status {status}){_hint(reason)}")  # fmt: skip
 
     def container_name(self, run_dir: Path) -> str:
         digest = hashlib.sha256(str(run_dir).encode()).hexdigest()[:16]

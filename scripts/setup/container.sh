@@ -10,8 +10,11 @@ IMAGE=${1:-localhost/perfsnake-bookworm:latest}
 SUITE=${PERFSNAKE_IMAGE_SUITE:-bookworm}
 MIRROR=${PERFSNAKE_IMAGE_MIRROR:-http://deb.debian.org/debian}
 # Runtime libraries of the catalog's benchmarks (LevelDB links snappy and
-# libstdc++; lmbench's lat_rpc links libtirpc); builds happen on the host and are mounted read-only.
-INCLUDE=${PERFSNAKE_IMAGE_PACKAGES:-libstdc++6,libsnappy1v5,libjemalloc2,libgoogle-perftools4,libtirpc3,procps}
+# libstdc++; lmbench's lat_rpc links libtirpc) and the programs the wrappers
+# run inside the container (time, strace, ltrace, valgrind, numactl, perf:
+# `perfsnake validate` runs each wrapper in the image once and refuses the
+# ones that fail); builds happen on the host and are mounted.
+INCLUDE=${PERFSNAKE_IMAGE_PACKAGES:-libstdc++6,libsnappy1v5,libjemalloc2,libgoogle-perftools4,libtirpc3,procps,time,strace,ltrace,valgrind,numactl,linux-perf}
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -38,6 +41,9 @@ default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
 runtime = "runc"
 CONF
 
+# One build at a time (test files running in parallel each ask for the image).
+exec 9>"/var/tmp/perfsnake-image-$(id -u).lock"
+flock 9
 if podman image exists "$IMAGE" && [ "${PERFSNAKE_REBUILD_IMAGE:-0}" != 1 ]; then
   echo "image $IMAGE already present"
   exit 0
