@@ -222,6 +222,7 @@ STRUCTURAL = {
     "variables": "every fragment's variables",
     "records": "a benchmark's fragment (lmbench)",
     "exclude": "a benchmark's fragment",
+    "zip": "shapes the records as records and exclude do (tests/test_generators.py)",
     "nb_runs": "every campaign's (2)",
     "duration_s": "a benchmark's fragment",
     "timeout_s": "every campaign's",

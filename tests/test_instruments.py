@@ -4,6 +4,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -296,6 +297,39 @@ def test_numactl_and_ltrace(tmp_path):
     assert (rdir / "stdout.txt").read_text().startswith(f"Cpus_allowed_list:\t{cpu}\n")
     frame = read_csv(tmp_path / "results/i/i.csv")
     assert frame["ltrace.total_calls"][0] > 0
+
+
+def test_ltrace_refuses_to_start_a_script_or_a_profiler(tmp_path, monkeypatch):
+    """ltrace starts only ELF programs (Debian's valgrind is a script), and
+    with -f it would count a profiler's own library calls: a wrapper after
+    it that is either is refused in one line naming both; the other order,
+    and an ELF program, are not."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    fake = bin_dir / "nice"
+    fake.write_text('#!/bin/sh\nshift 2; exec "$@"\n')
+    fake.chmod(0o755)
+    data = campaign("echo value=1", {"nice": [5]}, wrappers=["ltrace", "nice"])
+    with pytest.raises(CampaignError) as info:
+        load(tmp_path, data)
+    assert str(info.value).endswith(
+        f"wrappers[0]: ltrace cannot start wrappers[1] (nice): {fake} is a script and ltrace starts only ELF "
+        "programs; put it after nice"
+    )
+    load(tmp_path, {**data, "wrappers": ["nice", "ltrace"]})
+    fake.unlink()
+    fake.symlink_to(sys.executable)  # an ELF program
+    load(tmp_path, data)
+    for profiler in ("valgrind", "perf_stat", "perf_record"):
+        with pytest.raises(CampaignError) as info:
+            load(tmp_path, {**data, "wrappers": ["ltrace", profiler]})
+        program = "valgrind" if profiler == "valgrind" else "perf"
+        assert str(info.value).endswith(
+            f"wrappers[0]: ltrace cannot start wrappers[1] ({profiler}): ltrace -f would count {program}'s own "
+            f"library calls, not only the benchmark's; put it after {profiler}"
+        )
+        load(tmp_path, {**data, "wrappers": [profiler, "ltrace"]})
 
 
 def test_numactl_rejects_two_memory_policies(tmp_path):

@@ -306,6 +306,12 @@ def test_container_validate_refuses_what_the_image_cannot_run_in_one_line(tmp_pa
         subprocess.run(["podman", "rm", "-f", builder], capture_output=True, check=False)
         subprocess.run(["podman", "rmi", "-f", bare], capture_output=True, check=False)
 
+    # A packaged benchmark whose program the image lacks (the default image has no benchmark packages).
+    stress_ng = shutil.which("stress-ng")
+    assert stress_ng and not _works_inside(image, "test", "-x", stress_ng)
+    packaged = {"name": "c", "benchmark": "stress_ng", "platform": platform}
+    refused(packaged, "platform.image", f"has no {stress_ng}, which the benchmark stress_ng runs", "add stress-ng")
+
     nosuch = command_campaign("echo value=1", {"type": "container", "image": "localhost/perfsnake-nosuch:latest"})
     refused(nosuch, "platform.image", "localhost/perfsnake-nosuch:latest is not among podman's images")
     # No podman on PATH (nor in the sbin directories perfsnake also searches).

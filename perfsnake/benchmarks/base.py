@@ -184,6 +184,12 @@ class Benchmark:
     def fail(self, key: str, problem: str) -> CampaignError:
         return CampaignError(self.origin, key, problem)
 
+    def programs(self) -> dict[str, str]:
+        """This machine's programs a run starts, found by check(): absolute
+        path -> its Debian package. A container's image must have them too (a
+        build's are in resources/, which the container mounts)."""
+        return {}
+
     # ---- fetch / build / run / collect -------------------------------------
     def needs_build(self) -> bool:
         return True

@@ -5,6 +5,7 @@ runs."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -52,7 +53,16 @@ class PackagedTool(Benchmark):
             raise self.fail(
                 "benchmark", f"{executable} is not installed (Debian package {package}; run: bash scripts/setup/apt.sh)"
             )
+        self.found[found] = package
         return found
+
+    @functools.cached_property
+    def found(self) -> dict[str, str]:
+        """What require() found: path -> Debian package."""
+        return {}
+
+    def programs(self) -> dict[str, str]:
+        return dict(self.found)
 
     def params(self, record: Mapping[str, object], duration_s: float | None = None) -> dict[str, object]:
         """The record over the defaults."""

@@ -62,6 +62,8 @@ class PostgresqlBenchmark(ServerTool):
                 "benchmark",
                 "PostgreSQL is not installed (Debian package postgresql-15; run: bash scripts/setup/apt.sh)",
             )
+        for program in ("initdb", "postgres", "pg_isready", "pgbench"):
+            self.found[str(found / program)] = self.package
         return str(found / "pgbench")
 
     def check_record(self, p: Mapping[str, object]) -> None:

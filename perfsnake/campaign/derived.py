@@ -82,7 +82,7 @@ def why_campaign(c: Campaign, check_machine: bool = True) -> Campaign | None:
         # innermost: it samples the benchmark, not the other wrappers
         instruments = dataclasses.replace(instruments, wrappers=[*instruments.wrappers, recorder])
         if check_machine:
-            c.platform.check_here(instruments, [r.values for r in c.records], c.origin)
+            c.platform.check_here(c.benchmark, instruments, [r.values for r in c.records], c.origin)
     return _derived_campaign(c, "why", instruments, nb_runs=int(spec["runs"]), precision=None, bisect=None, references=[],
                     compare_with=[], why_of=c.name)  # fmt: skip
 

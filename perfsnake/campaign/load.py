@@ -73,7 +73,7 @@ def load_campaign(path: str | Path, origin: str | None = None, check_machine: bo
     build_vars = _build_variables(benchmark, order)
     if check_machine:  # last: a problem of the file itself is reported first
         check_requires(data, isinstance(benchmark, ImportedBenchmark), origin)
-        platform.check_here(instruments, recs, origin)
+        platform.check_here(benchmark, instruments, recs, origin)
     recs, skipped = _skip_unavailable(instruments, recs, origin, check_machine)
     records = [_record(r, order, build_vars, fleet.get(str(r.get(FLEET_VARIABLE)), platform).build_tag()) for r in recs]
     kept = {r.path for r in records}

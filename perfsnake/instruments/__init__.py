@@ -9,6 +9,7 @@ that instrument's options. The catalog of kinds (`CATALOG`, `names()`,
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import shlex
 from collections.abc import Mapping
@@ -85,6 +86,15 @@ class Instruments:
                 raise instrument.fail(f"reads the variable {var!r}, which the campaign does not define{did_you_mean(var, variables)} "
                                       f"(variables: {', '.join(variables) or 'none'})", where)  # fmt: skip
             instrument.check(records, variables)
+        for outer, inner in itertools.pairwise(self.wrappers):
+            # The first record that gives the inner one something to run.
+            ctxs = (Context(r, Path(".")) for r in records or [{}])
+            argv = next((a for c in ctxs if (a := inner.prefix(c))), [])
+            why = outer.cannot_start(argv) if argv else None
+            if why:
+                raise outer.fail(
+                    f"{outer.kind} cannot start {inner.key} ({inner.kind}): {why}; put it after {inner.kind}"
+                )
 
     def unavailable(self, params: Mapping[str, object]) -> tuple[Instrument, str] | None:
         """The first instrument that cannot run a record with these values

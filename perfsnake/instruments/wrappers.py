@@ -13,12 +13,16 @@ from pathlib import Path
 
 from perfsnake.escape import value_text
 from perfsnake.instruments.base import Context, Instrument, text
-from perfsnake.machine.sysinfo import online_cpus, online_nodes, parse_cpu_list
+from perfsnake.machine.sysinfo import find_program, online_cpus, online_nodes, parse_cpu_list
 
 
 class Wrapper(Instrument):
     def prefix(self, ctx: Context) -> list[str]:
         raise NotImplementedError
+
+    def cannot_start(self, argv: list[str]) -> str | None:
+        """Why this wrapper cannot start `argv` (the next wrapper's prefix), or None."""
+        return None
 
 
 def _cpu_list(value: str) -> list[int]:
@@ -235,6 +239,21 @@ class Ltrace(Wrapper):
 
     def prefix(self, ctx: Context) -> list[str]:
         return ["ltrace", "-c", "-f", "-o", self.OUT]
+
+    #: profilers whose own library calls ltrace -f would trace (a run slows by orders of magnitude)
+    PROFILERS = ("perf", "valgrind")
+
+    def cannot_start(self, argv: list[str]) -> str | None:
+        if Path(argv[0]).name in self.PROFILERS:
+            return f"ltrace -f would count {Path(argv[0]).name}'s own library calls, not only the benchmark's"
+        # ltrace reads the program's ELF symbols before it starts it.
+        path = find_program(argv[0])
+        if path is None:
+            return None
+        with open(path, "rb") as f:
+            if f.read(4) == b"\x7fELF":
+                return None
+        return f"{path} is a script and ltrace starts only ELF programs"
 
     def declared_metrics(self) -> list[str]:
         return ["ltrace.total_calls"]

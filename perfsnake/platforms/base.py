@@ -45,7 +45,9 @@ class PlatformProtocol(Protocol):
         """Refuse, before any run, instruments the platform cannot carry."""
         ...
 
-    def check_here(self, instruments: object, records: Sequence[Mapping[str, object]], origin: str) -> None:
+    def check_here(
+        self, benchmark: object, instruments: object, records: Sequence[Mapping[str, object]], origin: str
+    ) -> None:
         """Refuse, before any run, what this machine's side of the platform
         lacks for these instruments (asked only when the machine is checked)."""
         ...

@@ -22,6 +22,7 @@ from perfsnake.platforms.local import Local
 from perfsnake.shell_template import placeholders
 
 if TYPE_CHECKING:
+    from perfsnake.benchmarks.base import Benchmark
     from perfsnake.instruments import Instruments
     from perfsnake.instruments.wrappers import Wrapper
 
@@ -52,23 +53,23 @@ _WHY = ("not found", "not permitted", "permission", "unable to", "no such")
 
 
 def _probe(engine: str, image_id: str, network: str, options: tuple[str, ...],
-           prefixes: list[tuple[str, ...]]) -> dict[tuple[str, ...], tuple[int, str]]:  # fmt: skip
-    """The prefixes that fail around `true` in the image: prefix -> (exit
-    status, the line of its stderr that says why). The ones not asked before
-    run in one container; a process asks each once."""
+           commands: list[tuple[str, ...]]) -> dict[tuple[str, ...], tuple[int, str]]:  # fmt: skip
+    """The commands that fail in the image: command -> (exit status, the line
+    of its stderr that says why). The ones not asked before run in one
+    container; a process asks each once."""
     key = (engine, image_id, network, options)
-    todo = sorted({p for p in prefixes if (*key, p) not in _PROBED})
+    todo = sorted({c for c in commands if (*key, c) not in _PROBED})
     if todo:
-        script = [f"mkdir -p {PROBE_DIR}/{i} && cd {PROBE_DIR}/{i} && {shlex.join(p)} true >out 2>err; "
-                  f"echo \"@@ {i} $?\"; cat err" for i, p in enumerate(todo)]  # fmt: skip
+        script = [f"mkdir -p {PROBE_DIR}/{i} && cd {PROBE_DIR}/{i} && {shlex.join(c)} >out 2>err; "
+                  f"echo \"@@ {i} $?\"; cat err" for i, c in enumerate(todo)]  # fmt: skip
         proc = subprocess.run([engine, "run", "--rm", f"--network={network}", *options, image_id, "/bin/sh", "-c",
                                "\n".join(script)], capture_output=True, text=True, check=False)  # fmt: skip
         parts = re.split(r"^@@ (\d+) (\d+)$", proc.stdout, flags=re.M)
         said = {int(parts[i]): (int(parts[i + 1]), parts[i + 2]) for i in range(1, len(parts) - 2, 3)}
-        for i, p in enumerate(todo):
+        for i, c in enumerate(todo):
             status, err = said.get(i, (proc.returncode, proc.stderr))
-            _PROBED[(*key, p)] = None if status == 0 else (status, _reason(err))
-    return {p: got for p in prefixes if (got := _PROBED[(*key, p)])}
+            _PROBED[(*key, c)] = None if status == 0 else (status, _reason(err))
+    return {c: got for c in commands if (got := _PROBED[(*key, c)])}
 
 
 def _reason(err: str) -> str:
@@ -145,9 +146,12 @@ class Container:
     def check(self, instruments: object, origin: str) -> None:
         return None
 
-    def check_here(self, instruments: Instruments, records: Sequence[Mapping[str, object]], origin: str) -> None:
-        """The engine, the image, and each wrapper run once in the image around
-        `true` as a run would run it, so that a program the image lacks, or
+    def check_here(
+        self, benchmark: Benchmark, instruments: Instruments, records: Sequence[Mapping[str, object]], origin: str
+    ) -> None:
+        """The engine, the image, the benchmark's programs in the image, and
+        each wrapper run once in the image around `true` as a run would run
+        it, so that a program the image lacks, or
         perf_event_open forbidden by the engine's seccomp profile, is refused
         here in one line rather than failing every run."""
         if find_program(self.engine) is None:
@@ -158,17 +162,28 @@ class Container:
         if image.returncode != 0:
             raise CampaignError(origin, "platform.image", f"{self.image} is not among {self.engine}'s images "
                                 "(scripts/setup/container.sh builds localhost/perfsnake-bookworm:latest)")  # fmt: skip
+        # The programs the benchmark starts (a packaged server, a tool) and
+        # each wrapper around `true`, in one container.
+        programs: dict[tuple[str, ...], tuple[str, str]] = {
+            ("test", "-x", p): (p, package) for p, package in benchmark.programs().items()
+        }
         probes: list[tuple[Wrapper, tuple[str, ...]]] = []
         for i, wrapper in enumerate(instruments.wrappers):
             # The first record that gives it something to run (an empty cpu_list pins nothing).
             ctx = (Context(r, Path(f"{PROBE_DIR}/{i}")) for r in records or [{}])
             argv = next((tuple(a) for c in ctx if (a := wrapper.prefix(c))), ())
             if argv:
-                probes.append((wrapper, argv))
-        failed = _probe(self.engine, image.stdout.strip(), self.network, self.options, [a for _, a in probes])
-        for wrapper, argv in probes:
-            if argv in failed:
-                status, reason = failed[argv]
+                probes.append((wrapper, (*argv, "true")))
+        failed = _probe(self.engine, image.stdout.strip(), self.network, self.options,
+                        [*programs, *(c for _, c in probes)])  # fmt: skip
+        for command, (program, package) in programs.items():
+            if command in failed:
+                raise CampaignError(origin, "platform.image", f"{self.image} has no {program}, which the benchmark "
+                                    f"{benchmark.name} runs (add {package} to scripts/setup/container.sh's "
+                                    "PERFSNAKE_IMAGE_PACKAGES and rebuild the image with PERFSNAKE_REBUILD_IMAGE=1)")  # fmt: skip
+        for wrapper, command in probes:
+            if command in failed:
+                status, reason = failed[command]
                 raise CampaignError(origin, "platform", f"{wrapper.key} ({wrapper.kind}) cannot run in the image "
                                     f"{self.image}: {reason} (exit status {status}){_hint(reason)}")  # fmt: skip
 

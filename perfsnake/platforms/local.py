@@ -59,7 +59,9 @@ class Local:
     def check(self, instruments: object, origin: str) -> None:
         return None
 
-    def check_here(self, instruments: object, records: Sequence[Mapping[str, object]], origin: str) -> None:
+    def check_here(
+        self, benchmark: object, instruments: object, records: Sequence[Mapping[str, object]], origin: str
+    ) -> None:
         return None  # the instruments checked this machine themselves
 
     def launch(self, workdir: Path, run_dir: Path, script: str, timeout_s: float | None,

@@ -142,7 +142,9 @@ class Ssh:
                 "perf_record needs the binaries next to perf.data; it is not available with platform ssh",
             )
 
-    def check_here(self, instruments: Instruments, records: Sequence[Mapping[str, object]], origin: str) -> None:
+    def check_here(
+        self, benchmark: object, instruments: Instruments, records: Sequence[Mapping[str, object]], origin: str
+    ) -> None:
         return None  # the remote host is asked when a job prepares it (prepare)
 
     def ssh_argv(self) -> list[str]:

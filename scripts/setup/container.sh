@@ -14,7 +14,10 @@ MIRROR=${PERFSNAKE_IMAGE_MIRROR:-http://deb.debian.org/debian}
 # run inside the container (time, strace, ltrace, valgrind, numactl, perf:
 # `perfsnake validate` runs each wrapper in the image once and refuses the
 # ones that fail); builds happen on the host and are mounted.
-INCLUDE=${PERFSNAKE_IMAGE_PACKAGES:-libstdc++6,libsnappy1v5,libjemalloc2,libgoogle-perftools4,libtirpc3,procps,time,strace,ltrace,valgrind,numactl,linux-perf}
+# PERFSNAKE_IMAGE_PACKAGES adds packages (comma-separated), e.g. a packaged
+# benchmark's: postgresql-15,rt-tests.
+INCLUDE=libstdc++6,libsnappy1v5,libjemalloc2,libgoogle-perftools4,libtirpc3,procps,time,strace,ltrace,valgrind,numactl,linux-perf
+INCLUDE+=${PERFSNAKE_IMAGE_PACKAGES:+,$PERFSNAKE_IMAGE_PACKAGES}
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
