@@ -238,7 +238,7 @@ IMAGE = "localhost/perfsnake-bookworm:latest"
 
 def build_image() -> str | None:
     """Why the container image could not be made here (None: it is here),
-    built without a registry by scripts/setup/container.sh (debootstrap;
+    built without a registry by scripts/setup/container.sh (mmdebstrap;
     kept once built; one build at a time however many test files ask)."""
     import shutil
 

@@ -1,5 +1,5 @@
 """SSH and container platforms, for real: an sshd on 127.0.0.1 and podman
-with a local debootstrap image, both started by these tests."""
+with a local mmdebstrap image, both started by these tests."""
 
 from __future__ import annotations
 

@@ -26,11 +26,11 @@ PACKAGES=(
   libtirpc-dev pkgconf
 )
 # Platforms beyond this machine (issue 7): an sshd for the ssh platform's
-# tests, podman with runc and debootstrap for the container platform, a
+# tests, podman with runc and mmdebstrap for the container platform, a
 # single-node Slurm cluster for the Slurm profile's tests. Installed with
 # their recommended packages (podman's storage and runtime helpers).
 PLATFORM_PACKAGES=(
-  openssh-server openssh-client podman runc debootstrap uidmap slirp4netns
+  openssh-server openssh-client podman runc mmdebstrap uidmap slirp4netns
   slurm-wlm munge
 )
 
