@@ -332,6 +332,18 @@ def test_ltrace_refuses_to_start_a_script_or_a_profiler(tmp_path, monkeypatch):
         load(tmp_path, {**data, "wrappers": [profiler, "ltrace"]})
 
 
+def test_strace_and_ltrace_are_refused_together(tmp_path):
+    """Both trace with ptrace and a process has one tracer: nested, the inner
+    one fails (PTRACE_TRACEME) or, ltrace outside, strace fails silently."""
+    for first, second in (("strace", "ltrace"), ("ltrace", "strace")):
+        with pytest.raises(CampaignError) as info:
+            load(tmp_path, campaign("echo value=1", {"x": [1]}, wrappers=[first, "time", second]))
+        assert str(info.value).endswith(
+            f"wrappers[2]: {second} and wrappers[0] ({first}) both trace with ptrace, and a process has one tracer: "
+            "keep one"
+        )
+
+
 def test_numactl_rejects_two_memory_policies(tmp_path):
     with pytest.raises(CampaignError, match="one memory policy"):
         load(tmp_path, campaign("echo", {"membind": ["0"], "interleave": ["0"]}, wrappers=["numactl"]))

@@ -86,6 +86,10 @@ class Instruments:
                 raise instrument.fail(f"reads the variable {var!r}, which the campaign does not define{did_you_mean(var, variables)} "
                                       f"(variables: {', '.join(variables) or 'none'})", where)  # fmt: skip
             instrument.check(records, variables)
+        tracers = [w for w in self.wrappers if w.ptrace]
+        if len(tracers) > 1:
+            raise tracers[1].fail(f"{tracers[1].kind} and {tracers[0].key} ({tracers[0].kind}) both trace with ptrace, "
+                                  "and a process has one tracer: keep one")  # fmt: skip
         for outer, inner in itertools.pairwise(self.wrappers):
             # The first record that gives the inner one something to run.
             ctxs = (Context(r, Path(".")) for r in records or [{}])

@@ -17,6 +17,9 @@ from perfsnake.machine.sysinfo import find_program, online_cpus, online_nodes, p
 
 
 class Wrapper(Instrument):
+    #: traces with ptrace: a process has one tracer, so one such wrapper per campaign
+    ptrace = False
+
     def prefix(self, ctx: Context) -> list[str]:
         raise NotImplementedError
 
@@ -210,6 +213,7 @@ class Strace(Wrapper):
 
     kind = "strace"
     observer = True
+    ptrace = True
     OUT = "strace.txt"
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
@@ -232,6 +236,7 @@ class Ltrace(Wrapper):
 
     kind = "ltrace"
     observer = True
+    ptrace = True
     OUT = "ltrace.txt"
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
