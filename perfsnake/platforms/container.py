@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from perfsnake import layout
 from perfsnake.errors import CampaignError
 from perfsnake.instruments.base import Context
-from perfsnake.machine.sysinfo import find_program
+from perfsnake.machine.sysinfo import find_program, parse_cpu_list
 from perfsnake.platforms.base import COMMAND_FILE, PLATFORM_FILE, command_output, remote_launch, render_plain
 from perfsnake.platforms.local import Local
 from perfsnake.shell_template import placeholders
@@ -176,6 +176,8 @@ class Container:
                 probes.append((wrapper, (*argv, "true")))
         failed = _probe(self.engine, image.stdout.strip(), self.network, self.options,
                         [*programs, *(c for _, c in probes)])  # fmt: skip
+        if self.cpuset:
+            self._check_cpuset(image.stdout.strip(), records, origin)
         for command, (program, package) in programs.items():
             if command in failed:
                 raise CampaignError(origin, "platform.image", f"{self.image} has no {program}, which the benchmark "
@@ -186,6 +188,27 @@ class Container:
                 status, reason = failed[command]
                 raise CampaignError(origin, "platform", f"{wrapper.key} ({wrapper.kind}) cannot run in the image "
                                     f"{self.image}: {reason} (exit status {status}){_hint(reason)}")  # fmt: skip
+
+    def _check_cpuset(self, image_id: str, records: Sequence[Mapping[str, object]], origin: str) -> None:
+        """The engine may accept --cpuset-cpus and not apply it (rootless
+        podman without the cpuset cgroup controller delegated to the user):
+        a container started with the first record's cpuset says which CPUs
+        it may use, and a difference is refused rather than left to measure
+        unplaced runs."""
+        wanted = render_plain(str(self.cpuset), dict(records[0]) if records else {})
+        proc = subprocess.run([self.engine, "run", "--rm", f"--network={self.network}", f"--cpuset-cpus={wanted}",
+                               *self.options, image_id, "grep", "^Cpus_allowed_list:", "/proc/self/status"],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        seen = proc.stdout.partition(":")[2].strip()
+        try:
+            applied = proc.returncode == 0 and set(parse_cpu_list(seen)) == set(parse_cpu_list(wanted))
+        except ValueError:
+            applied = False
+        if not applied:
+            said = f"a container saw CPUs {seen}" if proc.returncode == 0 else _reason(proc.stderr)
+            raise CampaignError(origin, "platform.cpuset", f"{self.engine} did not apply --cpuset-cpus={wanted} ({said}): "
+                                "a normal user's podman needs the cpuset cgroup controller delegated to it "
+                                "(systemd: Delegate=cpuset for user@.service), or run as root")  # fmt: skip
 
     def container_name(self, run_dir: Path) -> str:
         digest = hashlib.sha256(str(run_dir).encode()).hexdigest()[:16]
