@@ -311,7 +311,9 @@ def test_container_validate_refuses_what_the_image_cannot_run_in_one_line(tmp_pa
     bare = "localhost/perfsnake-test-nostrace:latest"
     builder = f"perfsnake-test-nostrace-{os.getpid()}"
     subprocess.run(
-        ["podman", "run", "--name", builder, image, "rm", "/usr/bin/strace"], check=True, capture_output=True
+        ["podman", "run", "--network=none", "--name", builder, image, "rm", "/usr/bin/strace"],
+        check=True,
+        capture_output=True,
     )
     try:
         subprocess.run(["podman", "commit", "-q", builder, bare], check=True, capture_output=True)
