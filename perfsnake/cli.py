@@ -6,7 +6,7 @@
                                                set failed runs aside and re-run only them
     perfsnake summary [--config ...] [--strict]
                                                per campaign: counts, files, top differences
-    perfsnake check [--config ...] [--inconclusive fail|pass]
+    perfsnake check [--config ...] [--inconclusive fail|pass] [--junit F] [--markdown F] [--verdict F]
                                                exit 1 when a reference gate failed (for CI)
     perfsnake compare PACKED.csv NEW.csv       a re-run's summary.csv against a packed one
     perfsnake artifact [--config ...] [--output FILE.zip] [--allow-failed]
@@ -86,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
         "--inconclusive", choices=["fail", "pass"], default="pass",
         help="how an inconclusive gate (interval straddling its bound) counts (default: pass, reported)",
     )  # fmt: skip
+    check.add_argument("--junit", metavar="FILE", type=Path,
+                       help="also write the gates as JUnit XML: a test suite per campaign, a test case per gate")  # fmt: skip
+    check.add_argument("--markdown", metavar="FILE", type=Path,
+                       help="also write a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when it is set)")  # fmt: skip
+    check.add_argument("--verdict", metavar="FILE", type=Path,
+                       help="also write the verdict as JSON (format perfsnake-verdict, version 1) with the exit status")  # fmt: skip
     cmp = sub.add_parser(
         "compare",
         help="one campaign's results from several dates or hosts (result directories or artifact zips): "
@@ -233,9 +239,22 @@ def main(argv: list[str] | None = None) -> int:
 
         return report(plan, {**config, "strict": args.strict or config.get("strict", False)}, succeeded=True)
     if args.command == "check":
+        from perfsnake import ci_outputs
         from perfsnake.stages.summary import check_gates
 
-        return check_gates(plan, args.inconclusive)
+        outputs = ci_outputs.requested(args.junit, args.markdown, args.verdict, os.environ)
+        problem = ci_outputs.unwritable(outputs)
+        if problem:  # before any verdict is printed or written: a typo in CI leaves nothing half-done
+            print(f"perfsnake: check: {problem}", file=sys.stderr)
+            return 2
+        found: dict[str, list[dict[str, str]] | None] = {}
+        status = check_gates(plan, args.inconclusive, found)
+        try:
+            ci_outputs.write(outputs, ci_outputs.Report.of(found, args.inconclusive, status))
+        except OSError as exc:
+            print(f"perfsnake: check: cannot write the CI outputs: {exc}", file=sys.stderr)
+            return 2
+        return status
     failed = failed_runs(plan)
     if args.command == "failed":
         for rdir in failed:

@@ -88,12 +88,14 @@ class CampaignInfo:
     requires: dict[str, object] | None = None
     #: a fleet's hosts (its `host` variable's values): records apart in `host` are apart in machine
     hosts: list[str] = field(default_factory=list)
+    #: what `--config only=...` chose (perfsnake.campaign.selection), else None
+    selection: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, object]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["statistics"] = self.statistics.as_dict()
         # Only when set: campaigns without one keep their JSON, so nothing re-aggregates.
-        for key in ("requires", "hosts"):
+        for key in ("requires", "hosts", "selection"):
             if not out[key]:
                 del out[key]
         return out

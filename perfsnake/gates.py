@@ -19,6 +19,7 @@ estimate alone:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -26,6 +27,7 @@ import numpy as np
 from perfsnake.benchmarks.base import metric_unit
 from perfsnake.errors import CampaignError, did_you_mean
 from perfsnake.escape import value_text
+from perfsnake.statistics.gate_errors import POWER, GateError, gate_error, undecidable
 from perfsnake.statistics.records import STAT_PREFIX, record_row, stat_column
 from perfsnake.statistics.summaries import summarise
 from perfsnake.statistics.tests import Comparison, welch_on_subsessions
@@ -173,6 +175,8 @@ def evaluate(
                 row.update(statistic=statistic, value=s.median if statistic == "median" else s.mean, ci_low=lo, ci_high=hi,
                            lower=ref.get("lower"), upper=ref.get("upper"))  # fmt: skip
                 verdict, why = ("inconclusive", "fewer than 2 ok runs") if s.n < 2 else _absolute(ref, lo, hi)
+                df = s.n_subsessions - 1 if statistic == "mean" else math.inf  # the median's interval: order statistics
+                _errors(row, gate_error(lo, hi, df, confidence, 0.0, number(row["value"]), s.n))
             else:
                 baseline = ref.get("baseline") if ref["kind"] == "baseline" else history_key(ref)
                 if isinstance(baseline, dict):
@@ -188,12 +192,26 @@ def evaluate(
                 else:
                     comp, _ = welch_on_subsessions(base, x, confidence, alpha, threshold)
                     verdict, why, allowed = _relative(ref, comp)
+                    runs = min(len(base), len(x))
+                    err = gate_error(
+                        comp.diff_ci_low, comp.diff_ci_high, comp.df, confidence, allowed, comp.mean_a, runs
+                    )
+                    _errors(row, err)
+                    if err is not None and (note := undecidable(err, number(ref["max_regression"]), runs)):
+                        why = f"{why}; {note}"
                     row.update(baseline_mean=comp.mean_a, value=comp.mean_b, difference=comp.difference,
                                ci_low=comp.diff_ci_low, ci_high=comp.diff_ci_high, allowed_change=allowed,
                                max_regression=ref["max_regression"], better=ref["better"])  # fmt: skip
             row.update(verdict=verdict, reason=why)
             rows.append(record_row(values, row))
     return rows
+
+
+def _errors(row: dict[str, object], err: GateError | None) -> None:
+    """The gate's error rates in its row (perfsnake.statistics.gate_errors)."""
+    if err is not None:
+        row.update(false_alarm_rate=err.false_alarm_rate, detectable_change=err.detectable_change,
+                   runs_needed=err.runs_needed)  # fmt: skip
 
 
 def mark_states(rows: list[dict[str, object]], states: Mapping[str, Sequence[str]]) -> None:
@@ -251,10 +269,14 @@ def gate_line(g: Mapping[str, object]) -> str:
         )
     else:
         detail = f"baseline {g['baseline']}"
+    if g.get("false_alarm_rate") not in (None, ""):
+        detail += (f"; false alarm {number(g['false_alarm_rate']):.1%}, detects {number(g['detectable_change']):.1%}"
+                   f" with power {POWER:.0%}")  # fmt: skip
     return f"gate {g['gate']}, {g['metric']} ({record}): {detail} ({g['reason']})"
 
 
 GATE_FIELDS = {
     "gate", "metric", "kind", "statistic", "value", "ci_low", "ci_high", "lower", "upper", "verdict", "reason",
     "baseline", "baseline_mean", "difference", "allowed_change", "max_regression", "better", "state_differs",
+    "false_alarm_rate", "detectable_change", "runs_needed",
 }  # fmt: skip

@@ -30,6 +30,7 @@ from typing import Any
 from perfsnake import hostlock, layout
 from perfsnake.benchmarks.base import BUILD_THREADS, Benchmark, source_key
 from perfsnake.campaign import Campaign, load_campaigns, schema_error
+from perfsnake.campaign.selection import select
 from perfsnake.contract import FLEET_VARIABLE, CampaignInfo, Statistics
 from perfsnake.errors import CampaignError
 from perfsnake.figures import Figure, figure_info, parse_figures
@@ -777,12 +778,16 @@ def index_from_config(
     benchmark lock are not required, since nothing runs. `run_times`: the
     measured run times `batch: auto` sizes a fresh directory's batches from
     (the workflow's: perfsnake.run_times.lookup)."""
-    campaigns = {c.name: c for c in load_campaigns(campaign_files(config), check_machine=measuring)}
+    loaded = {c.name: c for c in load_campaigns(campaign_files(config), check_machine=measuring)}
+    campaigns = select(loaded, config, Path.cwd(), loud=measuring)
     hostlock.configure(config.get("host_lock"))
     problem = hostlock.problem() if measuring else None
     if problem:
         raise CampaignError("config", "host_lock", problem)
-    figures = {f.name: f for f in parse_figures(config.get("figures") or [], campaigns)}
+    # A figure drawing a campaign not chosen (only, tags) waits for an invocation that runs it.
+    left = set(loaded) - set(campaigns)
+    chosen = [f for f in config.get("figures") or [] if not left & set(f.get("campaigns") or [])]
+    figures = {f.name: f for f in parse_figures(chosen, campaigns)}
     return CampaignIndex(campaigns, config.get("flamegraph_dir"), figures, run_times)
 
 
@@ -811,6 +816,7 @@ def campaign_info(c: Campaign) -> CampaignInfo:
         profile_differences=c.data.get("profile_differences"),
         requires=c.data.get("requires") or None,
         hosts=list(c.fleet),
+        selection=c.selection,
     )
 
 

@@ -58,8 +58,15 @@ def test_status_holds_the_machine_just_before_and_after_the_run(psrun, tmp_path)
     launch(psrun, tmp_path, "/bin/sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
     s = status(tmp_path)
     before, after = s["machine"]["before"], s["machine"]["after"]
-    assert set(before) == set(after) == {"load1", "busy_s", "mem_available_mb", "cpu_mhz"}
+    assert set(before) == set(after) == {"load1", "busy_s", "steal_s", "mem_available_mb", "cpu_mhz"}
     assert before["load1"] >= 0 and after["mem_available_mb"] > 0
+    # The hypervisor's steal is a count that only grows (0 on bare metal).
+    assert 0 <= before["steal_s"] <= after["steal_s"]
+    # What the run used and waited for, read before its cgroup went (machine.usage).
+    usage = s["usage"]
+    assert set(usage) == {"peak_memory_bytes", "cpu_stall_us", "memory_stall_us", "io_stall_us", "stall_source"}
+    psi = Path("/proc/pressure/cpu").exists()
+    assert usage["stall_source"] == ("cgroup" if s["containment"].startswith("cgroup2:") else "machine" if psi else "")
     own = s["utime_s"] + s["stime_s"]
     # /proc/stat counts whole clock ticks (1/100 s) per CPU: a tick or two of rounding.
     assert after["busy_s"] - before["busy_s"] >= own - 0.05

@@ -53,7 +53,8 @@ def test_campaign_end_to_end(tmp_path):
         "start",
         "end",
     ]
-    assert all(c.startswith("machine.") for c in columns[10:]) and "machine.load1" in columns
+    assert all(c.startswith(("machine.", "usage.")) for c in columns[10:]) and "machine.load1" in columns
+    assert {"usage.peak_memory_mb", "usage.cpu_stall_s", "usage.steal_s"} <= set(columns)
     meta = read_metadata(base / "c.csv")
     assert meta["campaign"] == "c" and meta["runs_ok"] == "4"
     run = base / "runs" / "x-1" / "run-2"

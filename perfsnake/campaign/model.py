@@ -70,6 +70,8 @@ class Campaign:
     references: list[dict[str, object]] = field(default_factory=list)
     #: records this machine cannot run (an instrument's `unavailable`), as "var=value, ..." -> why
     skipped: dict[str, str] = field(default_factory=dict)
+    #: what `--config only=...` chose (perfsnake.campaign.selection), else None
+    selection: dict[str, object] | None = None
 
     @property
     def imported(self) -> bool:

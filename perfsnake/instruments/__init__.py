@@ -96,9 +96,9 @@ class Instruments:
             argv = next((a for c in ctxs if (a := inner.prefix(c))), [])
             why = outer.cannot_start(argv) if argv else None
             if why:
-                raise outer.fail(
-                    f"{outer.kind} cannot start {inner.key} ({inner.kind}): {why}; put it after {inner.kind}"
-                )
+                # Where neither order works the reason says so ("keep one"): no order to suggest.
+                hint = "" if "keep one" in why else f"; put it after {inner.kind}"
+                raise outer.fail(f"{outer.kind} cannot start {inner.key} ({inner.kind}): {why}{hint}")
 
     def unavailable(self, params: Mapping[str, object]) -> tuple[Instrument, str] | None:
         """The first instrument that cannot run a record with these values

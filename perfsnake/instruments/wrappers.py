@@ -8,7 +8,12 @@ the run directory into metrics, prefixed with its name.
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import stat
+import subprocess
+from functools import cache
 from pathlib import Path
 
 from perfsnake.escape import value_text
@@ -249,6 +254,10 @@ class Ltrace(Wrapper):
     PROFILERS = ("perf", "valgrind")
 
     def cannot_start(self, argv: list[str]) -> str | None:
+        if Path(argv[0]).name == "valgrind":  # and valgrind cannot start ltrace either (Valgrind.cannot_start)
+            return (
+                "ltrace -f would count valgrind's own library calls, and under valgrind ltrace fails: keep one of them"
+            )
         if Path(argv[0]).name in self.PROFILERS:
             return f"ltrace -f would count {Path(argv[0]).name}'s own library calls, not only the benchmark's"
         # ltrace reads the program's ELF symbols before it starts it.
@@ -278,25 +287,155 @@ class Ltrace(Wrapper):
 
 
 class Valgrind(Wrapper):
-    """valgrind --tool=callgrind: the instruction count (Ir), stable under noise."""
+    """valgrind --tool=cachegrind --cache-sim=yes: the instruction count (Ir),
+    simulated I1/D1/LL misses and a cycle estimate made from them, counted
+    over every process of the run, stable under noise.
+
+    Cachegrind rather than callgrind: one pass gives the instructions and the
+    simulated cache misses, without callgrind's call-graph bookkeeping, so a
+    run is cheaper; Ir is the same count either way.
+    """
 
     kind = "valgrind"
     observer = True
-    OUT = "callgrind.out"
+    #: one file per process (`--trace-children=yes`): %p is its pid
+    OUT = "cachegrind.%p.out"
+    GLOB = "cachegrind.*.out"
+    #: a fixed cache geometry, so that a count does not change with the machine
+    #: (cachegrind otherwise reads the host's, which a VM may report wrongly:
+    #: 512 MiB 2-way LL on this project's EPYC VM); `host_caches: true` takes the host's
+    CACHES = {"I1": "32768,8,64", "D1": "32768,8,64", "LL": "8388608,16,64"}
+    options = {"host_caches": False}
+    #: the cycle estimate's weights: an L1 hit costs 1, an LL hit 5, a RAM access 35
+    LL_HIT_CYCLES = 5
+    RAM_CYCLES = 35
+    METRICS = ("instructions", "data_refs", "i1_misses", "d1_misses", "ll_misses", "cycles_estimate", "processes")
 
     def check(self, records: list[dict[str, object]], variables: list[str]) -> None:
-        self.require_tool("valgrind", "valgrind")
+        path = self.require_tool("valgrind", "valgrind")
+        if not isinstance(self.spec["host_caches"], bool):
+            raise self.fail("expected true or false", "host_caches")
+        problem = valgrind_problem(path, tuple(self.tool_options()))
+        if problem:
+            raise self.fail(f"valgrind cannot run a program on this machine: {problem}")
+
+    def tool_options(self) -> list[str]:
+        caches = [] if self.spec["host_caches"] else [f"--{name}={geometry}" for name, geometry in self.CACHES.items()]
+        return ["--tool=cachegrind", "--cache-sim=yes", *caches]
 
     def prefix(self, ctx: Context) -> list[str]:
-        return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={self.OUT}", "--quiet"]
+        # --trace-children: the command runs as `/bin/sh -c ...`, and without
+        # it only the shell is counted, while the program it starts runs natively.
+        # The run directory's absolute path: a traced child resolves a relative
+        # name in its own working directory (`cd x && ./prog` would write in x);
+        # valgrind reads % in it as a format, %% as a literal %.
+        out = str(ctx.run_dir.absolute()).replace("%", "%%") + "/" + self.OUT
+        return ["valgrind", *self.tool_options(), "--trace-children=yes", f"--cachegrind-out-file={out}", "--quiet"]
+
+    def cannot_start(self, argv: list[str]) -> str | None:
+        name = Path(argv[0]).name
+        if name == "ltrace":
+            return ("under valgrind --trace-children=yes ltrace reads valgrind's tool as its child's ELF file "
+                    "(/proc/PID/exe) and fails, and ltrace refuses to start valgrind: keep one of them")  # fmt: skip
+        path = find_program(argv[0])
+        return setuid_problem(path) if path else None
 
     def declared_metrics(self) -> list[str]:
-        return ["valgrind.instructions"]
+        return [f"valgrind.{m}" for m in self.METRICS]
 
     def metrics(self, run_dir: Path) -> dict[str, object]:
-        path = run_dir / self.OUT
-        if path.exists():
-            for line in path.read_text(errors="replace").splitlines():
-                if line.startswith(("summary:", "totals:")):
-                    return {"valgrind.instructions": int(line.split()[1])}
-        return {"valgrind.instructions": None}
+        return {f"valgrind.{m}": v for m, v in cachegrind_metrics(self.summaries(run_dir)).items()}
+
+    def summaries(self, run_dir: Path) -> list[dict[str, int]]:
+        """Each process's counts by event name, from this attempt's files: one
+        older than command.sh (written before every launch) is an earlier
+        attempt's, left in the run directory, and is not counted again."""
+        from perfsnake.platforms.base import COMMAND_FILE
+
+        command = run_dir / COMMAND_FILE
+        since = command.stat().st_mtime_ns if command.exists() else 0
+        found = []
+        for path in sorted(run_dir.glob(self.GLOB)):
+            if path.stat().st_mtime_ns >= since and (counts := parse_cachegrind(path.read_text(errors="replace"))):
+                found.append(counts)
+        return found
+
+
+def parse_cachegrind(text_out: str) -> dict[str, int]:
+    """A cachegrind output file's `summary:` counts, by the names of its
+    `events:` line (not by position: the events depend on the options);
+    {} for a file without both (a process killed before it wrote them)."""
+    events: list[str] = []
+    for line in text_out.splitlines():
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith("summary:") and events:
+            values = line.split()[1:]
+            if len(values) == len(events) and all(v.isdigit() for v in values):
+                return dict(zip(events, map(int, values), strict=True))
+    return {}
+
+
+def cachegrind_metrics(processes: list[dict[str, int]]) -> dict[str, int | None]:
+    """The counts summed over the run's processes, and the cycle estimate
+    (the model of iai and "cachegrind as a benchmark"): every access of L1
+    (instruction fetches and data reads and writes) that hits costs 1 cycle,
+    one that misses L1 and hits LL costs 5, one that misses LL (goes to
+    RAM) 35. None where a count is missing (no file, no cache simulation)."""
+    names = ("Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw")
+    out: dict[str, int | None] = {m: None for m in Valgrind.METRICS}
+    out["processes"] = len(processes)
+    if not processes:
+        return out
+    total = {n: sum(p[n] for p in processes) if all(n in p for p in processes) else None for n in names}
+    out["instructions"] = total["Ir"]
+    if any(v is None for v in total.values()):
+        return out
+    t: dict[str, int] = {n: int(v) for n, v in total.items() if v is not None}
+    l1_accesses = t["Ir"] + t["Dr"] + t["Dw"]
+    l1_misses = t["I1mr"] + t["D1mr"] + t["D1mw"]
+    ram = t["ILmr"] + t["DLmr"] + t["DLmw"]
+    ll_hits = l1_misses - ram
+    out.update(
+        data_refs=t["Dr"] + t["Dw"],
+        i1_misses=t["I1mr"],
+        d1_misses=t["D1mr"] + t["D1mw"],
+        ll_misses=ram,
+        cycles_estimate=(l1_accesses - l1_misses) + Valgrind.LL_HIT_CYCLES * ll_hits + Valgrind.RAM_CYCLES * ram,
+    )
+    return out
+
+
+def setuid_problem(path: str) -> str | None:
+    """Why valgrind cannot run the program at `path`: set-user-ID, set-group-ID
+    or with file capabilities, which valgrind refuses to execute (it would run
+    the program without the privileges the kernel grants it)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if mode & (stat.S_ISUID | stat.S_ISGID):
+        return f"{path} is set-{'user' if mode & stat.S_ISUID else 'group'}-ID, and valgrind does not run such programs"
+    try:
+        os.getxattr(path, "security.capability")
+    except OSError:
+        return None
+    return f"{path} has file capabilities, and valgrind does not run such programs"
+
+
+@cache
+def valgrind_problem(valgrind: str, options: tuple[str, ...]) -> str | None:
+    """Why valgrind, with these tool options, cannot run /bin/true here (a
+    kernel or libc it does not support, a missing tool), in a line; None when
+    it can. Once per process: about 0.2 s."""
+    argv = [valgrind, *options, "--cachegrind-out-file=/dev/null", "--quiet", "/bin/true"]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{shlex.join(argv)} did not run ({exc})"
+    if proc.returncode == 0:
+        return None
+    # valgrind's own lines, without its ==PID== / --PID-- prefixes or its host-cache warnings
+    said = [re.sub(r"^(==|--)\d+(==|--) ?", "", line).strip() for line in proc.stderr.splitlines()]
+    said = [line for line in said if line and not line.startswith("warning:")]
+    return f"{shlex.join(argv)} exited {proc.returncode}: {said[0] if said else 'without a message'}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from perfsnake.campaign.selection import selection_line
 from perfsnake.campaign_csv import write_csv
 from perfsnake.contract import CampaignInfo
 from perfsnake.machine.metadata import host_metadata
@@ -30,6 +31,8 @@ def rows_of(results: list[dict], variables: list[str], metrics: list[str]) -> tu
             if key not in metric_cols:
                 metric_cols.append(key)
     machine_cols = sorted({f"machine.{k}" for res in results for k in (res.get("machine") or {})})
+    # What each run used and waited for (perfsnake.machine.usage).
+    machine_cols += sorted({f"usage.{k}" for res in results for k in (res.get("usage") or {})})
     # Over ssh, what each run's host said of itself: a fleet's rows differ by host.
     machine_cols += sorted({f"platform.{k}" for res in results for k in (res.get("platform") or {})})
     # What of the machine's state differs from the campaign's first run (perfsnake.machine.state), empty when nothing.
@@ -126,6 +129,8 @@ def aggregate(
         head |= platform_metadata(results, info.platform)
         # The campaign's required machine state and what of it was unmet (perfsnake.machine.requirements).
         head |= requirement_metadata(info.requires)
+    if info.selection:  # which records this invocation chose (--config only=...)
+        head["selection"] = selection_line(info.selection)
     units: dict[str, str] = {}
     for res in results:
         units.update(res.get("units") or {})

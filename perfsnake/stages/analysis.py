@@ -26,6 +26,7 @@ from perfsnake import gates, layout, noise_floor, profile_differences
 from perfsnake.contract import FLEET_VARIABLE, CampaignInfo
 from perfsnake.escape import record_path, value_text
 from perfsnake.machine.monitor import THRESHOLD
+from perfsnake.machine.usage import usage_flags
 from perfsnake.pages import html as html_render
 from perfsnake.pages import markdown as md_render
 from perfsnake.pages.model import BulletList, Document, Heading, Paragraph
@@ -103,7 +104,7 @@ def machine_drift_flags(record_runs: list[dict], campaign_runs: list[dict]) -> l
     machine state recorded around it under the key "machine". Returns the
     warnings to add to the record's `flags` (none until machine state is
     recorded)."""
-    flags = [*bottleneck_flags(record_runs), *state_drift_flags(record_runs)]
+    flags = [*bottleneck_flags(record_runs), *state_drift_flags(record_runs), *usage_flags(record_runs)]
     states = [(r["machine"], r) for r in record_runs if r.get("machine")]
     if not states:
         return flags

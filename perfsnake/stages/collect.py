@@ -16,6 +16,7 @@ from perfsnake.contract import Statistics
 from perfsnake.escape import record_path
 from perfsnake.instruments import Instruments
 from perfsnake.machine import state as machine_state
+from perfsnake.machine.usage import run_usage
 from perfsnake.platforms import PLATFORM_FILE
 from perfsnake.statistics.changepoints import SteadyState, steady_segment
 from perfsnake.statistics.summaries import work_per_second
@@ -152,6 +153,9 @@ def collect_run(
     if around is not None:
         cpu = (status.get("utime_s") or 0.0) + (status.get("stime_s") or 0.0)
         result["machine"] = machine_state.summarise(around.get("before") or {}, around.get("after") or {}, cpu)
+    usage = run_usage(status)
+    if usage:
+        result["usage"] = usage
     if isinstance(recorded.get(machine_state.IDENTITY), dict) and not facts:
         result["machine_state"] = recorded[machine_state.IDENTITY]  # state_drift: collect_campaign
     unparsed = [name for name, value in own_metrics.items() if value is None]

@@ -206,10 +206,13 @@ def finish(index: CampaignIndex, config: dict, succeeded: bool) -> None:
         raise SystemExit(1)
 
 
-def check_gates(index: CampaignIndex, inconclusive: str = "pass") -> int:
+def check_gates(
+    index: CampaignIndex, inconclusive: str = "pass", found: dict[str, list[dict[str, str]] | None] | None = None
+) -> int:
     """`perfsnake check`: every gate that did not pass, one line each; 1 when
     one failed (or was inconclusive, with inconclusive="fail"), 2 when a
-    campaign with gates has not been analysed yet."""
+    campaign with gates has not been analysed yet. `found`, when given,
+    receives each campaign's gates.csv rows (None: none yet), for ci_outputs."""
     from perfsnake.gates import gate_line, own
 
     status, total = 0, 0
@@ -220,9 +223,13 @@ def check_gates(index: CampaignIndex, inconclusive: str = "pass") -> int:
         if not path.exists():
             print(f"perfsnake: check: {name}: no {path} (run the campaign first)", file=sys.stderr)
             status = max(status, 2)
+            if found is not None:
+                found[name] = None
             continue
         with path.open(newline="") as f:
             rows = list(csv.DictReader(f))
+        if found is not None:
+            found[name] = rows
         total += len(rows)
         for row in rows:
             fields = own(row)[1]

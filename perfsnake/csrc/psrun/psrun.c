@@ -233,8 +233,14 @@ static int each_process(int (*fn)(pid_t, const struct proc_info *, void *),
  * alone (not the wait for the host lock, not the hooks). Negative: this
  * machine does not say. */
 struct machine_snap {
-	double load1, busy_s, mem_mb, mhz;
+	double load1, busy_s, steal_s, mem_mb, mhz;
+	/* The machine's stall microseconds ("some" totals of /proc/pressure/cpu,
+	 * memory, io), read only for a run without a cgroup of its own. */
+	double psi_us[3];
 };
+
+/* The pressure files, in the order of the stall fields of status.json. */
+static const char *const psi_names[3] = { "cpu", "memory", "io" };
 
 /* A small /proc or /sys file into buf (NUL-terminated); its length or -1. */
 static ssize_t read_small(const char *path, char *buf, size_t len)
@@ -289,7 +295,18 @@ static void find_freq_files(void)
 		closedir(d);
 }
 
-static void machine_snap(struct machine_snap *s)
+/* The "some" line's total= of a pressure file (microseconds), or -1. */
+static double psi_some_us(const char *path)
+{
+	char buf[512], *p;
+
+	if (read_small(path, buf, sizeof(buf)) <= 0 || strncmp(buf, "some ", 5) ||
+	    !(p = strstr(buf, "total=")))
+		return -1;
+	return strtod(p + 6, NULL);
+}
+
+static void machine_snap(struct machine_snap *s, int system_psi)
 {
 	static long tck;
 	char buf[4096], *p;
@@ -300,13 +317,21 @@ static void machine_snap(struct machine_snap *s)
 	s->load1 = getloadavg(&load, 1) == 1 ? load : -1;
 	/* The first line of /proc/stat: user nice system idle iowait irq
 	 * softirq steal, in clock ticks; busy is all of them but idle and iowait. */
-	s->busy_s = -1;
+	s->busy_s = s->steal_s = -1;
 	if (!tck)
 		tck = sysconf(_SC_CLK_TCK);
 	if (tck > 0 && read_small("/proc/stat", buf, 256) > 0 &&
 	    sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
-		   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) >= 4)
+		   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) >= 4) {
 		s->busy_s = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)tck;
+		s->steal_s = (double)v[7] / (double)tck;
+	}
+	for (i = 0; i < 3; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/pressure/%s", psi_names[i]);
+		s->psi_us[i] = system_psi ? psi_some_us(path) : -1;
+	}
 	s->mem_mb = -1;
 	if (read_small("/proc/meminfo", buf, sizeof(buf)) > 0 &&
 	    (p = strstr(buf, "\nMemAvailable:")))
@@ -338,10 +363,69 @@ static void json_snap(FILE *f, const struct machine_snap *s)
 	fputs(", ", f);
 	json_number(f, "busy_s", s->busy_s, "%.2f");
 	fputs(", ", f);
+	json_number(f, "steal_s", s->steal_s, "%.2f");
+	fputs(", ", f);
 	json_number(f, "mem_available_mb", s->mem_mb, "%.1f");
 	fputs(", ", f);
 	json_number(f, "cpu_mhz", s->mhz, "%.1f");
 	fputc('}', f);
+}
+
+/* What the run used and waited for, read once it has ended and before its
+ * cgroup goes (outside the timed interval): the cgroup's peak memory (where
+ * its memory controller is enabled) and its stall time; without a cgroup,
+ * the machine's stall time over the run. Negative: not known. */
+struct run_usage {
+	double peak_bytes;
+	double stall_us[3];  /* psi_names' order */
+	const char *source;  /* of the stall times: "cgroup", "machine" or "" */
+};
+
+static void read_usage(const char *cg, const struct machine_snap *m0,
+		       const struct machine_snap *m1, struct run_usage *u)
+{
+	char path[4200], buf[64];
+	int i, have = 0;
+
+	u->peak_bytes = -1;
+	u->source = "";
+	for (i = 0; i < 3; i++) {
+		if (cg) {
+			snprintf(path, sizeof(path), "%s/%s.pressure", cg, psi_names[i]);
+			u->stall_us[i] = psi_some_us(path);
+		} else {
+			u->stall_us[i] = m0->psi_us[i] >= 0 && m1->psi_us[i] >= m0->psi_us[i]
+				? m1->psi_us[i] - m0->psi_us[i] : -1;
+		}
+		have |= u->stall_us[i] >= 0;
+	}
+	if (have)
+		u->source = cg ? "cgroup" : "machine";
+	if (cg) {
+		snprintf(path, sizeof(path), "%s/memory.peak", cg);
+		if (read_small(path, buf, sizeof(buf)) > 0)
+			u->peak_bytes = strtod(buf, NULL);
+	}
+}
+
+static void json_usage(FILE *f, const struct run_usage *u)
+{
+	int i;
+
+	fputc('{', f);
+	json_number(f, "peak_memory_bytes", u->peak_bytes, "%.0f");
+	for (i = 0; i < 3; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), ", \"%s_stall_us", psi_names[i]);
+		fputs(name, f);
+		fputs("\": ", f);
+		if (u->stall_us[i] < 0)
+			fputs("null", f);
+		else
+			fprintf(f, "%.0f", u->stall_us[i]);
+	}
+	fprintf(f, ", \"stall_source\": \"%s\"}", u->source);
 }
 
 /* The sentinel's wait status once reaped (-1: alive); see sentinel_signal. */
@@ -519,6 +603,21 @@ static int cgroup_base(char *out, size_t len)
 /* The run's cgroup, named after its directory so that the next attempt of
  * the same run finds (and clears) what an interrupted one left. Returns an
  * open descriptor of it for clone3, or -1 (then: subreaper only). */
+/* Best effort, once per launcher: the memory controller for the run
+ * cgroups (their memory.peak), where the parent offers it. */
+static void enable_memory(const char *base)
+{
+	static int tried;
+	char path[3700], buf[512];
+
+	if (tried)
+		return;
+	tried = 1;
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", base);
+	if (read_small(path, buf, sizeof(buf)) > 0 && strstr(buf, "memory"))
+		write_file(base, "cgroup.subtree_control", "+memory");
+}
+
 static int setup_cgroup(const char *dir)
 {
 	char base[3584], real[4096];
@@ -526,6 +625,7 @@ static int setup_cgroup(const char *dir)
 
 	if (cgroup_base(base, sizeof(base)) || !realpath(dir, real))
 		return -1;
+	enable_memory(base);
 	snprintf(cg_path, sizeof(cg_path), "%s/run-%016llx", base,
 		 (unsigned long long)fnv1a(real));
 	if (!access(cg_path, F_OK))
@@ -1252,7 +1352,7 @@ static void write_status(const char *dir, const char *status, int exit_code,
 			 const struct timespec *t1, const struct timespec *w0,
 			 const struct timespec *w1, const struct rusage *ru,
 			 int leftovers, const struct machine_snap *m0,
-			 const struct machine_snap *m1)
+			 const struct machine_snap *m1, const struct run_usage *usage)
 {
 	char tmp[4096], path[4096], copy[4096], start[96], end[96], job[32] = "";
 	char node[256] = "";
@@ -1304,7 +1404,9 @@ static void write_status(const char *dir, const char *status, int exit_code,
 	json_snap(f, m0);
 	fputs(", \"after\": ", f);
 	json_snap(f, m1);
-	fputs("}}\n", f);
+	fputs("}, \"usage\": ", f);
+	json_usage(f, usage);
+	fputs("}\n", f);
 	if (fflush(f) || (status_fsync && fsync(fileno(f))) || fclose(f))
 		die(tmp);
 	/* A second name for the record, in place before status.json is: a
@@ -1334,6 +1436,7 @@ static int run_one(const char *dir, double timeout, double grace, int lock_fd,
 	struct timespec t0, t1, w0, w1;
 	struct rusage ru;
 	struct machine_snap m0, m1;
+	struct run_usage usage;
 	int out, err, in, wstatus = 0, r, exit_code, signo = 0, cgfd, leftovers;
 	const char *status = "ok";
 	pid_t pid;
@@ -1360,7 +1463,7 @@ static int run_one(const char *dir, double timeout, double grace, int lock_fd,
 	memset(&ru, 0, sizeof(ru));
 	sentinel_settled();
 
-	machine_snap(&m0);
+	machine_snap(&m0, !use_cgroup);
 	clock_gettime(CLOCK_REALTIME, &w0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	pid = fork_contained(cgfd);
@@ -1405,7 +1508,8 @@ static int run_one(const char *dir, double timeout, double grace, int lock_fd,
 		clock_gettime(CLOCK_REALTIME, &w1);
 		status = "timeout";
 	}
-	machine_snap(&m1);
+	machine_snap(&m1, !use_cgroup);
+	read_usage(use_cgroup ? cg_path : NULL, &m0, &m1, &usage);
 	/* Descendants left behind by the benchmark must not outlive the run. */
 	kill(-pid, SIGKILL);
 	leftovers = end_contained();
@@ -1428,7 +1532,7 @@ static int run_one(const char *dir, double timeout, double grace, int lock_fd,
 	if (r == 1)
 		status = exit_code == 0 ? "ok" : "failed";
 	write_status(dir, status, exit_code, signo, &t0, &t1, &w0, &w1, &ru,
-		     leftovers, &m0, &m1);
+		     leftovers, &m0, &m1, &usage);
 	last_status = status;
 	clear_state(dir, 1);
 	if (serving)
