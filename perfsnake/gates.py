@@ -218,14 +218,21 @@ def mark_states(rows: list[dict[str, object]], states: Mapping[str, Sequence[str
     """A gate against an earlier directory measured in another machine state
     (`states`: directory -> the state keys that differ, as compare finds
     them) says so in its row and its reason: the verdict may be the
-    machine's, not the change's."""
+    machine's, not the change's. A history gate left without a recent past
+    by a change of state (`states`: its baseline name -> what changed)
+    names the change."""
     for row in rows:
         variables, g = own(row)
-        differs = states.get(str(g.get("baseline"))) if g.get("kind") == "baseline" else None
+        differs = states.get(str(g.get("baseline"))) if g.get("kind") in ("baseline", "history") else None
         if differs:
             reason = stat_column("reason", variables)
             row[stat_column("state_differs", variables)] = ", ".join(differs)
-            row[reason] = f"{row[reason]}; machine state differs from the baseline's: {', '.join(differs)}"
+            if g["kind"] == "history":  # no recent past: every stored invocation here was in another state
+                row[reason] = (
+                    f"{row[reason]}; no recent past in this machine state, which changed: {', '.join(differs)}"
+                )
+            else:
+                row[reason] = f"{row[reason]}; machine state differs from the baseline's: {', '.join(differs)}"
 
 
 def own(g: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:

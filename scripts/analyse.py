@@ -27,6 +27,17 @@ def recent_past_or_none(campaign_dir: Path, last: int, metric: str) -> list[dict
         return []
 
 
+def history_state_change(campaign_dir: Path) -> list[str]:
+    """The machine-state change that left a history gate without a recent past ([] when none did)."""
+    from perfsnake.history.baseline import state_change
+    from perfsnake.history.store import StoreError
+
+    try:
+        return state_change(sm.params.store, campaign_dir)
+    except StoreError:
+        return []
+
+
 def baseline_states(dirs: list[str], csvs: list[str]) -> dict[str, list[str]]:
     """Per earlier directory, what of the machine state differs from this campaign's (compare's check)."""
     from perfsnake.compare import load_side, machine_state_differences
@@ -46,6 +57,8 @@ def main() -> None:
     # History gates: the results store's recent past of this campaign (perfsnake.history.baseline).
     for key, (last, metric) in history_baselines(info.references).items():
         baselines[key] = recent_past_or_none(Path(sm.input.results).parent, last, metric)
+        if not baselines[key] and (changed := history_state_change(Path(sm.input.results).parent)):
+            states[key] = changed
     floors = read_floors(Path(sm.input.floor[0]), list(info.variables)) if sm.input.floor else None
     analyse(results, info, Path(sm.output.summary), Path(sm.output.comparisons), Path(sm.output.significant),
             Path(sm.output.gates), baselines, floors, Path(sm.output.significant_page), states)  # fmt: skip

@@ -218,6 +218,7 @@ STAT_NAMED = {"mean": ["1"]}
 STRUCTURAL = {
     "name": "every campaign's",
     "description": "prose",
+    "tags": "chooses campaigns from the command line, changes nothing of a run (tests/test_selection.py)",
     "benchmark": "the benchmark category",
     "variables": "every fragment's variables",
     "records": "a benchmark's fragment (lmbench)",

@@ -460,6 +460,32 @@ def test_the_history_gate_compares_with_this_host_in_this_state_only(tmp_path, o
     assert len(Store.open(url).frame("hist")) == 18  # the foreign points were there to be compared with
 
 
+@pytest.mark.e2e
+def test_a_history_gate_after_a_state_change_names_it(tmp_path):
+    """A history gate whose every stored invocation on this machine was in
+    another state (here: the first invocation's kernel rewritten in the
+    store, as after an upgrade) has no recent past: inconclusive, naming
+    what changed, from what to what."""
+    gate = {"metric": "ops", "history": {"last": 10}, "max_regression": "5%", "better": "higher"}
+    camp = cost_campaign(tmp_path, references=[gate])
+    url = f"sqlite:///{tmp_path / 'store' / 'history.sqlite'}"
+    env = {"PERFSNAKE_HISTORY": url}
+    snakemake(tmp_path, camp, "--cores", "1", "all", env=env)
+    store = Store.open(url)
+    with store.engine.begin() as conn:
+        (like,) = conn.execute(sa.text("SELECT * FROM invocations")).mappings().all()
+        machine = json.loads(like["machine"])
+        old = {**machine, "uname": "Linux old 5.10.0-oldkernel"}
+        conn.execute(sa.text("UPDATE invocations SET machine = :m"), {"m": json.dumps(old)})
+    snakemake(tmp_path, camp, "--cores", "1", "all", "--forcerun", "run", env=env)
+    with (tmp_path / "results/hist/gates.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [g["verdict"] for g in rows] == ["inconclusive", "inconclusive"], rows
+    for g in rows:
+        assert g["reason"].endswith(f"no recent past in this machine state, which changed: uname {old['uname']} -> "
+                                    f"{machine['uname']}"), g["reason"]  # fmt: skip
+
+
 # ---- 8. the shipped regression demo --------------------------------------------------------
 
 

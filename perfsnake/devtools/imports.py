@@ -54,6 +54,7 @@ LAYERS: dict[str, int] = {
     "perfsnake.figures": 4,
     "perfsnake.planning": 5,
     "perfsnake.failed_runs": 6,
+    "perfsnake.ci_outputs": 6,  # the gates' verdicts for CI systems (JUnit, Markdown, a verdict file)
     "perfsnake.script_helpers": 6,
     "perfsnake.stages": 6,
     "perfsnake.artifact": 7,

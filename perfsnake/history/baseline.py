@@ -56,6 +56,24 @@ def recent_past(url: str | None, campaign_dir: Path, last: int, metric: str) -> 
     return out
 
 
+def state_change(url: str | None, campaign_dir: Path) -> list[str]:
+    """What of the machine state differs between this invocation and the
+    latest other one stored for this campaign on this machine, when none of
+    them was in this state (the history gate's recent past is empty because
+    the state changed: a kernel upgrade, another governor, ...); [] otherwise."""
+    current = read_campaign(campaign_dir)
+    now = json.loads(str(current.invocation["machine"]))
+    mine = {r["run_key"] for r in current.rows}
+    frame = Store.open(url, create=False).frame(current.campaign, current.invocation["hostname"])
+    if frame.empty:
+        return []
+    frame = frame.loc[~frame["run_key"].isin(mine)]
+    if frame.empty or frame["machine"].map(lambda m: _state(json.loads(m or "{}")) == _state(now)).any():
+        return []
+    before = json.loads(frame.sort_values("start")["machine"].iloc[-1] or "{}")
+    return [f"{k} {before.get(k)} -> {now.get(k)}" for k in STATE_KEYS if str(before.get(k)) != str(now.get(k))]
+
+
 def _since_latest_step(groups: Sequence[Any], metric: str) -> list[Any]:
     """The invocations after the latest step of `metric` among them (all of them without one)."""
     from perfsnake.statistics.changepoints import find_steps
