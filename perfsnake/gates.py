@@ -19,6 +19,7 @@ estimate alone:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
@@ -27,7 +28,7 @@ import numpy as np
 from perfsnake.benchmarks.base import metric_unit
 from perfsnake.errors import CampaignError, did_you_mean
 from perfsnake.escape import value_text
-from perfsnake.statistics.gate_errors import POWER, GateError, gate_error, undecidable
+from perfsnake.statistics.gate_errors import POWER, GateError, auto_allowance, gate_error, undecidable
 from perfsnake.statistics.records import STAT_PREFIX, record_row, stat_column
 from perfsnake.statistics.summaries import summarise
 from perfsnake.statistics.tests import Comparison, welch_on_subsessions
@@ -96,14 +97,14 @@ def parse_references(
             if "max_regression" not in entry:
                 raise CampaignError(origin, f"{key}.max_regression", "a history gate needs the regression it allows (e.g. 5%)")  # fmt: skip
             ref.update(kind="history", last=int(entry["history"]["last"]),  # type: ignore[index]
-                       max_regression=percent(entry["max_regression"], origin, f"{key}.max_regression"),
+                       max_regression=_allowance(entry, origin, key),
                        better=better_of(metric, entry.get("better"), origin, key))  # fmt: skip
         elif "baseline" in entry:
             if "max_regression" not in entry:
                 raise CampaignError(
                     origin, f"{key}.max_regression", "a baseline needs the regression it allows (e.g. 5%)"
                 )
-            ref.update(kind="baseline", max_regression=percent(entry["max_regression"], origin, f"{key}.max_regression"),
+            ref.update(kind="baseline", max_regression=_allowance(entry, origin, key),
                        better=better_of(metric, entry.get("better"), origin, key))  # fmt: skip
             baseline = entry["baseline"]
             if isinstance(baseline, dict):
@@ -114,6 +115,9 @@ def parse_references(
             else:
                 ref["baseline"] = str(baseline)  # an earlier result directory, checked when analysed
         else:
+            if "false_alarm" in entry or "max_regression" in entry:
+                bad = "false_alarm" if "false_alarm" in entry else "max_regression"
+                raise CampaignError(origin, f"{key}.{bad}", "is for a gate with a baseline or history")
             bounds = {k: entry.get(k) for k in ("lower", "upper")}
             if "value" in entry:
                 tol = percent(entry.get("tolerance", "0%"), origin, f"{key}.tolerance")
@@ -122,8 +126,26 @@ def parse_references(
             if bounds["lower"] is None and bounds["upper"] is None:
                 raise CampaignError(origin, key, "set lower and/or upper, value with tolerance, or a baseline")
             ref.update(kind="absolute", **{k: None if v is None else number(v) for k, v in bounds.items()})
+        if ref.get("max_regression") == "auto":
+            ref["false_alarm"] = percent(entry.get("false_alarm", AUTO_FALSE_ALARM), origin, f"{key}.false_alarm")
         out.append(ref)
     return out
+
+
+#: `max_regression: auto`'s default false-alarm rate
+AUTO_FALSE_ALARM = 0.01
+
+
+def _allowance(entry: Mapping[str, object], origin: str, key: str) -> float | str:
+    """A gate's max_regression as a fraction, or "auto" (its `false_alarm` checked)."""
+    if str(entry["max_regression"]).strip() == "auto":
+        rate = percent(entry.get("false_alarm", AUTO_FALSE_ALARM), origin, f"{key}.false_alarm")
+        if not 0 < rate < 0.5:
+            raise CampaignError(origin, f"{key}.false_alarm", f"{entry.get('false_alarm')!r}: give a rate between 0% and 50%")  # fmt: skip
+        return "auto"
+    if "false_alarm" in entry:
+        raise CampaignError(origin, f"{key}.false_alarm", "is for max_regression: auto (a threshold from the noise)")
+    return percent(entry["max_regression"], origin, f"{key}.max_regression")
 
 
 def _absolute(ref: Mapping[str, object], lo: float, hi: float) -> tuple[str, str]:
@@ -135,16 +157,16 @@ def _absolute(ref: Mapping[str, object], lo: float, hi: float) -> tuple[str, str
     return "inconclusive", "interval straddles a bound"
 
 
-def _relative(ref: Mapping[str, object], comp: Comparison) -> tuple[str, str, float]:
-    allowed = number(ref["max_regression"]) * abs(comp.mean_a)
+def _relative(ref: Mapping[str, object], comp: Comparison, allowed: float) -> tuple[str, str]:
+    """The verdict of a difference against `allowed` (the regression allowed, in the metric's unit)."""
     # Regression is a lower value for higher-is-better, a higher one otherwise.
     sign = 1.0 if ref["better"] == "higher" else -1.0
     worst, best = sorted((sign * comp.diff_ci_low, sign * comp.diff_ci_high))
     if best < -allowed:
-        return "fail", "regression beyond the allowance", allowed
+        return "fail", "regression beyond the allowance"
     if worst >= -allowed:
-        return "pass", "within the allowed regression", allowed
-    return "inconclusive", "interval straddles the allowed regression", allowed
+        return "pass", "within the allowed regression"
+    return "inconclusive", "interval straddles the allowed regression"
 
 
 def evaluate(
@@ -191,17 +213,29 @@ def evaluate(
                     row.update(max_regression=ref["max_regression"], better=ref["better"])
                 else:
                     comp, _ = welch_on_subsessions(base, x, confidence, alpha, threshold)
-                    verdict, why, allowed = _relative(ref, comp)
+                    auto = ref["max_regression"] == "auto"
+                    if auto:  # the smallest allowance of at most the stated false-alarm rate, at this noise
+                        rate = float(ref.get("false_alarm", AUTO_FALSE_ALARM))  # type: ignore[arg-type]
+                        allowed = auto_allowance(comp.diff_ci_low, comp.diff_ci_high, comp.df, confidence, rate)
+                    else:
+                        allowed = number(ref["max_regression"]) * abs(comp.mean_a)
+                    fraction = allowed / abs(comp.mean_a) if comp.mean_a else math.nan
+                    verdict, why = _relative(ref, comp, allowed)
                     runs = min(len(base), len(x))
                     err = gate_error(
                         comp.diff_ci_low, comp.diff_ci_high, comp.df, confidence, allowed, comp.mean_a, runs
                     )
+                    if auto and err is not None:
+                        err = dataclasses.replace(
+                            err, false_alarm_rate=min(err.false_alarm_rate, rate), runs_needed=None
+                        )
+                        why = f"{why}; threshold from the noise: {fraction:.2%} for a false-alarm rate of {rate:.1%}"
                     _errors(row, err)
-                    if err is not None and (note := undecidable(err, number(ref["max_regression"]), runs)):
+                    if not auto and err is not None and (note := undecidable(err, fraction, runs)):
                         why = f"{why}; {note}"
                     row.update(baseline_mean=comp.mean_a, value=comp.mean_b, difference=comp.difference,
                                ci_low=comp.diff_ci_low, ci_high=comp.diff_ci_high, allowed_change=allowed,
-                               max_regression=ref["max_regression"], better=ref["better"])  # fmt: skip
+                               max_regression=fraction, better=ref["better"])  # fmt: skip
             row.update(verdict=verdict, reason=why)
             rows.append(record_row(values, row))
     return rows

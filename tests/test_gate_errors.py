@@ -105,3 +105,40 @@ def test_absolute_gates_quote_their_error_too():
     g = gates.own(row)[1]
     assert g["false_alarm_rate"] == pytest.approx(NOMINAL)
     assert 0 < g["detectable_change"] < 1 and g["runs_needed"] is None
+
+
+@pytest.mark.parametrize(("cv", "rate"), [(0.02, 0.01), (0.20, 0.01), (0.05, 0.001)])
+def test_auto_thresholds_keep_their_false_alarm_rate(cv, rate):
+    """`max_regression: auto`: on A/A pairs the gate fails at most `rate` of
+    the time (within the binomial interval), at any noise, and the threshold
+    it chose grows with the noise."""
+    rng = np.random.default_rng(2024)
+    ref = {**baseline_gate("auto"), "false_alarm": rate}
+    fails, chosen, evaluations = 0, [], 1000
+    for _ in range(evaluations):
+        g = evaluate(ref, rng.normal(100, cv * 100, 10), rng.normal(100, cv * 100, 10))
+        fails += g["verdict"] == "fail"
+        chosen.append(g["max_regression"])
+        assert g["false_alarm_rate"] == rate and g["runs_needed"] is None
+    low, high = interval(fails, evaluations)
+    assert low <= rate <= high, (fails, low, high)
+    assert "threshold from the noise" in g["reason"]
+    # About (t_(1-rate) - t_0.975) standard errors of the difference: from the noise, not fixed.
+    df = 18
+    expected = (stats.t.ppf(1 - rate, df) - stats.t.ppf(0.975, df)) * cv * math.sqrt(2 / 10)
+    assert float(np.median(chosen)) == pytest.approx(expected, rel=0.15)
+
+
+def test_auto_is_refused_where_it_means_nothing(tmp_path):
+    from perfsnake.errors import CampaignError
+
+    records = [{"v": "a"}, {"v": "b"}]
+    good = {"metric": "m", "where": {"v": "b"}, "baseline": {"v": "a"}, "max_regression": "auto", "better": "lower"}
+    (ref,) = gates.parse_references([good], ["v"], records, ["m"], "c.yaml")
+    assert ref["max_regression"] == "auto" and ref["false_alarm"] == 0.01
+    for bad, says in [({**good, "false_alarm": "60%"}, "references[0].false_alarm: '60%': give a rate between 0% and 50%"),
+                      ({**good, "max_regression": "5%", "false_alarm": "1%"}, "references[0].false_alarm: is for max_regression: auto"),
+                      ({"metric": "m", "lower": 1, "false_alarm": "1%"}, "references[0].false_alarm: is for a gate with a baseline or history")]:  # fmt: skip
+        with pytest.raises(CampaignError) as info:
+            gates.parse_references([bad], ["v"], records, ["m"], "c.yaml")
+        assert says in str(info.value)

@@ -65,6 +65,17 @@ def gate_error(
     return GateError((1 - confidence) / 2, (allowance + resolution) / abs(reference), needed)
 
 
+def auto_allowance(ci_low: float, ci_high: float, df: float, confidence: float, rate: float) -> float:
+    """`max_regression: auto`: the smallest allowance (in the metric's unit)
+    whose false-alarm rate at no change is at most `rate`. A gate fails when
+    the interval's near end is beyond the allowance a: with no true change,
+    P(estimate > a + t_c se) = rate gives a = (t_(1-rate) - t_c) se, and 0
+    when (1 - c) / 2 is already at most `rate`."""
+    t_c = _quantile((1 + confidence) / 2, df)
+    se = (ci_high - ci_low) / (2 * t_c)
+    return max(0.0, (_quantile(1 - rate, df) - t_c) * se)
+
+
 def undecidable(err: GateError, allowed_fraction: float, runs: int) -> str:
     """The reason's clause for a gate that cannot resolve its own allowance ("" when it can)."""
     if err.runs_needed is None:
