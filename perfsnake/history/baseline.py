@@ -4,7 +4,8 @@ For each record, the ok runs of the last N stored invocations of the campaign
 on this machine in the same state (perfsnake compare's state keys: CPU and
 microcode, kernel, frequency policy, SMT, huge pages, mitigations, compiler),
 the current invocation's runs left out; and of those, only the invocations
-since the latest step the regression view's method finds among them. So a
+since the latest step among them (find_invocation_steps: each invocation
+one point, the variance between invocations the noise). So a
 regression fails the gate once, at the invocation where it appeared: the
 next invocation's recent past is the new level, and it passes.
 """
@@ -76,7 +77,7 @@ def state_change(url: str | None, campaign_dir: Path) -> list[str]:
 
 def _since_latest_step(groups: Sequence[Any], metric: str) -> list[Any]:
     """The invocations after the latest step of `metric` among them (all of them without one)."""
-    from perfsnake.statistics.changepoints import find_steps
+    from perfsnake.statistics.changepoints import find_invocation_steps
 
     if len(groups) < 2:
         return list(groups)
@@ -86,7 +87,7 @@ def _since_latest_step(groups: Sequence[Any], metric: str) -> list[Any]:
         numbers = [v for v in x if isinstance(v, int | float) and not isinstance(v, bool)]
         series.append((str(i), np.asarray(numbers, dtype=float)))
     cut = 0
-    for step in find_steps(series, STEP_OPTIONS):
+    for step in find_invocation_steps(series, STEP_OPTIONS):
         p = step.get("p_value")
         if isinstance(p, float) and p < STEP_OPTIONS["alpha"]:
             cut = max(cut, int(str(step["version"])))

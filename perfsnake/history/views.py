@@ -1,7 +1,8 @@
 """What the store shows: per record, the latest invocation beside the recent
 past; a metric over time (and over commits) per machine, with intervals and
-the steps the regression view's change-point method finds along the
-invocations."""
+the steps along the invocations (perfsnake.statistics.changepoints'
+find_invocation_steps: each invocation one point, the variance between
+invocations the noise)."""
 
 from __future__ import annotations
 
@@ -91,12 +92,12 @@ def series(frame: pd.DataFrame, metric: str) -> list[Series]:
 
 
 def steps_along(points: Sequence[Point]) -> list[int]:
-    """Where the metric stepped along the invocations: the regression view's
-    change points and tests, with invocations in the place of versions."""
-    from perfsnake.statistics.changepoints import find_steps
+    """Where the metric stepped along the invocations (each one point, what
+    varies between them the noise: find_invocation_steps)."""
+    from perfsnake.statistics.changepoints import find_invocation_steps
 
     labelled = [(str(i), p.runs) for i, p in enumerate(points)]
-    return [int(str(s["version"])) for s in find_steps(labelled, STEP_OPTIONS) if _significant(s)]
+    return [int(str(s["version"])) for s in find_invocation_steps(labelled, STEP_OPTIONS) if _significant(s)]
 
 
 def _significant(step: dict[str, Any]) -> bool:

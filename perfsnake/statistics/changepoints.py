@@ -13,6 +13,7 @@ candidate split, so the cost here takes it from cumulative sums (a
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -205,3 +206,144 @@ def find_steps(versions: Sequence[tuple[str, np.ndarray]], opts: Mapping[str, An
                       "mean_after": comp.mean_b, "relative_change": comp.relative_difference,
                       "diff_ci_low": comp.diff_ci_low, "diff_ci_high": comp.diff_ci_high, "p_value": comp.p_value})  # fmt: skip
     return steps
+
+
+#: find_invocation_steps' first cut: this many times the final threshold
+PILOT = 2.0
+#: fewer invocations than this: their means' AR(1) coefficient is not fitted (0)
+MIN_AR_POINTS = 16
+
+
+def find_invocation_steps(
+    invocations: Sequence[tuple[str, np.ndarray]], opts: Mapping[str, Any]
+) -> list[dict[str, object]]:
+    """Steps along a campaign's invocations over time, each invocation one
+    point (the mean of its ok runs, one run is enough): what varies between
+    invocations (the machine's state moving between them, autocorrelated or
+    not) is the noise, not only the runs' spread within one.
+
+    The noise of an invocation's mean is fitted to the robust variogram of
+    the means (an AR(1) model: marginal sd and coefficient, so a few jumps do
+    not count as noise, and wander is told from a step), floored by the
+    runs' own standard error where invocations have two runs or more. Binary
+    segmentation on the scaled means proposes boundaries; adjacent segments
+    are merged until every boundary's difference is beyond a
+    Bonferroni-corrected t threshold (alpha over the k - 1 places a step
+    could be) in standard errors of the AR(1) noise. A lone invocation between
+    two others is an outlier, not a level: merged; the newest may stand alone
+    (a step at the latest invocation). Each step's p-value is Bonferroni-
+    adjusted, so `p_value < alpha` keeps the false-positive rate per series
+    at about alpha."""
+    from scipy import stats
+
+    points = [(v, x[np.isfinite(x)]) for v, x in invocations]
+    points = [(v, x) for v, x in points if len(x)]
+    k = len(points)
+    if k < 3:
+        return []
+    means = np.array([x.mean() for _, x in points])
+    within = [x.var(ddof=1) / len(x) for _, x in points if len(x) >= 2]
+    floor = math.sqrt(float(np.mean(within))) if within else 0.0
+    alpha = float(opts["alpha"])
+    separation = float(stats.t.ppf(1 - alpha / (2 * (k - 1)), max(1, k - 2)))
+    # The noise: first of neighbours alone (one difference spans a step),
+    # which cuts where the level plainly jumps (PILOT times the threshold:
+    # wander must not be cut here), then the AR(1) noise within the pieces.
+    sigma, phi = _invocation_noise(means)
+    lag1 = float(np.median(np.abs(np.diff(means) - np.median(np.diff(means))))) * 1.4826 / math.sqrt(2)
+    rough = max(lag1, floor)
+    if rough > 0:
+        cuts = change_points((means - means.mean()) / rough, 3.0 * math.log(k), min_size=1)
+        edges = [0, *cuts, k]
+        pieces = _merge_close(means, list(zip(edges[:-1], edges[1:], strict=True)), rough, 0.0, PILOT * separation)
+        sigma, phi = _invocation_noise(means, pieces)
+    sigma = max(sigma, floor)
+    if within and floor == 0:
+        sigma = 0.0  # every invocation's runs agree exactly (counted work): a change of level is no noise
+    # Autocorrelated means say less of their noise: the t threshold on the
+    # effective number of independent invocations.
+    df = max(2.0, (k - 2) * (1 - phi) / (1 + phi))
+    separation = float(stats.t.ppf(1 - alpha / (2 * (k - 1)), df))
+    if sigma == 0:  # no noise at all: wherever the level changes
+        edges = [0, *[i + 1 for i in range(k - 1) if means[i] != means[i + 1]], k]
+        segments = list(zip(edges[:-1], edges[1:], strict=True))
+    else:
+        local = sigma * math.sqrt(1 - phi)
+        cuts = change_points((means - means.mean()) / local, 3.0 * math.log(k), min_size=1)
+        edges = [0, *cuts, k]
+        segments = _merge_close(means, list(zip(edges[:-1], edges[1:], strict=True)), sigma, phi, separation)
+        segments = _merge_outliers(means, segments, sigma, phi, separation)
+        segments = _merge_close(means, segments, sigma, phi, separation)
+    steps = []
+    for (s1, e1), (s2, e2) in itertools.pairwise(segments):
+        before, after = means[s1:e1], means[s2:e2]
+        diff = float(after.mean() - before.mean())
+        var = [sigma**2 * float(ar1_mean_factor(phi, len(seg))) / len(seg) for seg in (before, after)]
+        se = math.sqrt(sum(var))
+        z = abs(diff) / se if se > 0 else math.inf
+        p = min(1.0, 2 * float(stats.t.sf(z, df)) * (k - 1)) if se > 0 else 0.0
+        half = float(stats.t.ppf((1 + float(opts["confidence"])) / 2, df)) * se
+        mean_a = float(before.mean())
+        steps.append({"version": points[s2][0], "previous": points[e1 - 1][0], "mean_before": mean_a,
+                      "mean_after": float(after.mean()), "relative_change": diff / mean_a if mean_a else math.nan,
+                      "diff_ci_low": diff - half, "diff_ci_high": diff + half, "p_value": p})  # fmt: skip
+    return steps
+
+
+def _invocation_noise(means: np.ndarray, segments: Sequence[tuple[int, int]] | None = None) -> tuple[float, float]:
+    """(marginal sd, AR(1) coefficient) of invocation means from their robust
+    variogram, counting only differences within `segments` (a step between
+    two would pass for wander at every lag that spans it); (0, 0) when the
+    means do not move besides their steps."""
+    bounds = segments or [(0, len(means))]
+    lags = np.arange(1, max(2, min(12, len(means) // 4)) + 1)
+    v = []
+    for lag in lags:
+        d = np.concatenate(
+            [means[s + lag : e] - means[s : e - lag] for s, e in bounds if e - s > lag] or [np.array([])]
+        )
+        if len(d) < 2:
+            break
+        v.append((1.4826 * float(np.median(np.abs(d - np.median(d))))) ** 2)
+    lags = lags[: len(v)]
+    if not v or not (np.asarray(v) > 0).all():
+        return 0.0, 0.0
+    if len(v) == 1 or len(means) < MIN_AR_POINTS:  # too few points to tell wander from chance
+        return math.sqrt(v[0] / 2), 0.0
+    phis = np.linspace(0.0, PHI_HIGH, 96)[:, None]
+    shape = np.log(2 * (1 - phis**lags))
+    log_s2 = (np.log(v) - shape).mean(axis=1, keepdims=True)
+    best = int(np.argmin(((np.log(v) - shape - log_s2) ** 2).sum(axis=1)))
+    return math.sqrt(math.exp(float(log_s2[best, 0]))), float(phis[best, 0])
+
+
+def _merge_outliers(
+    means: np.ndarray, segments: list[tuple[int, int]], sigma: float, phi: float, separation: float
+) -> list[tuple[int, int]]:
+    """A one-invocation segment is an outlier, not a level (the last may
+    stand alone: a step at the latest invocation). Between two segments whose
+    means, without it, are not `separation` standard errors apart, it joins
+    both; next to a real step it joins the neighbour nearest its mean; the
+    first joins the next."""
+
+    def apart(a: tuple[int, int], b: tuple[int, int]) -> bool:
+        sizes = np.array([a[1] - a[0], b[1] - b[0]])
+        var = sigma**2 * ar1_mean_factor(phi, sizes) / sizes
+        diff = abs(means[b[0] : b[1]].mean() - means[a[0] : a[1]].mean())
+        return bool(diff >= separation * math.sqrt(float(var.sum())))
+
+    segments = list(segments)
+    if len(segments) > 1 and segments[0][1] - segments[0][0] == 1:
+        segments[0:2] = [(segments[0][0], segments[1][1])]
+    i = 1
+    while i < len(segments) - 1:
+        (s, e), left, right = segments[i], segments[i - 1], segments[i + 1]
+        if e - s > 1:
+            i += 1
+        elif not apart(left, right):
+            segments[i - 1 : i + 2] = [(left[0], right[1])]
+        elif abs(means[s] - means[left[0] : left[1]].mean()) <= abs(means[s] - means[right[0] : right[1]].mean()):
+            segments[i - 1 : i + 1] = [(left[0], e)]
+        else:
+            segments[i : i + 2] = [(s, right[1])]
+    return segments
