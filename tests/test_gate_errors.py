@@ -142,3 +142,24 @@ def test_auto_is_refused_where_it_means_nothing(tmp_path):
         with pytest.raises(CampaignError) as info:
             gates.parse_references([bad], ["v"], records, ["m"], "c.yaml")
         assert says in str(info.value)
+
+
+def test_a_comparisons_detectable_difference_is_found_with_the_stated_power():
+    """comparisons.csv's detectable_change: a true difference of the size
+    quoted (with the true noise) is significant about POWER of the time."""
+    from perfsnake.statistics.gate_errors import detectable_difference
+    from perfsnake.statistics.tests import welch_on_subsessions
+
+    rng = np.random.default_rng(5)
+    n, sd, mean, alpha = 12, 2.0, 100.0, 0.05
+    df = 2 * n - 2
+    half = stats.t.ppf(0.975, df) * sd * math.sqrt(2 / n)
+    quoted = detectable_difference(-half, half, df, 0.95, alpha, mean)
+    assert quoted == pytest.approx((stats.t.ppf(0.975, df) + stats.t.ppf(POWER, df)) * sd * math.sqrt(2 / n) / mean)
+    hits = 0
+    for _ in range(EVALUATIONS):
+        comp, _ = welch_on_subsessions(
+            rng.normal(mean, sd, n), rng.normal(mean * (1 + quoted), sd, n), 0.95, alpha, 0.1
+        )
+        hits += comp.p_value < alpha
+    assert abs(hits / EVALUATIONS - POWER) < 0.03, hits / EVALUATIONS

@@ -189,7 +189,27 @@ def comparison_rows(results: list[dict], info: CampaignInfo) -> list[dict[str, o
                 # a fleet's records one host apart: two machines compared, never pooled
                 **({"between_machines": var == FLEET_VARIABLE} if info.hosts else {}),
             })  # fmt: skip
-    return corrected(rows, stats.correction, float(stats.alpha))
+    return detectable(corrected(rows, stats.correction, float(stats.alpha)), float(stats.alpha))
+
+
+def detectable(rows: list[dict[str, object]], alpha: float) -> list[dict[str, object]]:
+    """Each comparison's error: `false_alarm_rate`, the chance it is called
+    significant with no true difference (alpha over the family's size for a
+    corrected family: Bonferroni's bound, which Holm and Benjamini-Hochberg
+    do not exceed per test), and `detectable_change`, the smallest relative
+    difference it finds with power 0.8 at the runs' noise
+    (perfsnake.statistics.gate_errors)."""
+    from perfsnake.statistics.gate_errors import detectable_difference
+
+    family = sum(math.isfinite(number(r["welch_t"])) for r in rows) or 1
+    for row in rows:
+        rate = alpha if row["correction"] == "none" else alpha / family
+        row["false_alarm_rate"] = rate
+        row["detectable_change"] = detectable_difference(
+            number(row["diff_ci_low"]), number(row["diff_ci_high"]), number(row["df"]), number(row["confidence"]),
+            rate, number(row["mean_a"]),
+        )  # fmt: skip
+    return rows
 
 
 def corrected(rows: list[dict[str, object]], correction: str, alpha: float) -> list[dict[str, object]]:
@@ -260,6 +280,11 @@ def significant_document(
         + f"{r['metric']}: {r['variable']} {r['b']} vs {r['a']} ({r['fixed'] or 'no other variable'}): "
         f"{number(r['relative_difference']):+.2%}, p = {number(r['p_value']):.3g}, adjusted p = {number(r.get('p_adjusted', r['p_value'])):.3g}, "
         f"difference CI [{number(r['diff_ci_low']):.4g}, {number(r['diff_ci_high']):.4g}]"
+        + (
+            f", detects {number(r['detectable_change']):.1%} with power 80%"
+            if r.get("detectable_change") not in (None, "")
+            else ""
+        )
         + (" - why: differential profile in why/why.md" if r.get("profile") else "")
         + (
             f" - {noise_floor.WITHIN} (floors {number(r['floor_a']):.2%} and {number(r['floor_b']):.2%})"

@@ -76,6 +76,19 @@ def auto_allowance(ci_low: float, ci_high: float, df: float, confidence: float, 
     return max(0.0, (_quantile(1 - rate, df) - t_c) * se)
 
 
+def detectable_difference(
+    ci_low: float, ci_high: float, df: float, confidence: float, alpha: float, reference: float
+) -> float:
+    """A two-sided test at `alpha`'s smallest difference found with
+    probability POWER, relative to `reference`: (t_(1-alpha/2) + t_power)
+    standard errors, the standard error read off the interval (nan when it
+    says nothing)."""
+    if not all(math.isfinite(v) for v in (ci_low, ci_high, reference)) or reference == 0:
+        return math.nan
+    se = (ci_high - ci_low) / (2 * _quantile((1 + confidence) / 2, df))
+    return (_quantile(1 - alpha / 2, df) + _quantile(POWER, df)) * se / abs(reference)
+
+
 def undecidable(err: GateError, allowed_fraction: float, runs: int) -> str:
     """The reason's clause for a gate that cannot resolve its own allowance ("" when it can)."""
     if err.runs_needed is None:
