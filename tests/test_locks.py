@@ -1,6 +1,7 @@
 """Our lock library: mutual exclusion, progress and condition variables for
 every algorithm, and its use as a campaign instrument."""
 
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -100,7 +101,7 @@ def lock_campaign(records):
         "name": "locks",
         "benchmark": {
             "type": "command",
-            "build": "cc -O2 -pthread -o {build_dir}/torture " + str(TORTURE) + " -ldl",
+            "build": "cc -O2 -pthread -o {build_dir}/torture " + shlex.quote(str(TORTURE)) + " -ldl",
             "command": "{build_dir}/torture 4 5000",
             "metrics": {"algorithm": r"torture: ok (\S+)"},
         },

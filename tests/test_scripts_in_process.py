@@ -22,6 +22,10 @@ sys.path.insert(0, {root!r})
 from perfsnake import snakemake_internals
 from perfsnake.script_helpers import run_in_process
 
+# As workflow/Snakefile does: a Python under a path with a space (a clone in
+# "a clone/") starts the scripts that do not run in this process.
+snakemake_internals.quote_job_python()
+
 localrules: talks, fails, exits_0, exits_3
 
 rule all:
