@@ -45,19 +45,7 @@ from perfsnake.machine.metadata import host_metadata  # noqa: E402
 
 OUT = ROOT / "bench" / "results"
 #: the program of tests/test_valgrind.py: N iterations, N from argv
-PROGRAM = r"""
-#include <stdlib.h>
-int main(int argc, char **argv) {
-    long n = argc > 1 ? atol(argv[1]) : 1000000;
-    volatile unsigned long sink = 0;
-    unsigned long x = 1;
-    for (long i = 0; i < n; i++) {
-        x = x * 6364136223846793005UL + 1442695040888963407UL;
-        sink = x ^ (x >> 17);
-    }
-    return (int)(sink & 0);
-}
-"""
+PROGRAM = (ROOT / "tests" / "programs" / "fixed_work.c").read_text()
 
 
 def cv(values: list[float]) -> float:

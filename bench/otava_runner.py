@@ -22,13 +22,12 @@ Only the standard library and Otava: this file runs outside our venv.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
-import time
 from importlib.metadata import version
 from typing import Any
 
 from otava.analysis import compute_change_points
+from timing import interleaved_medians
 
 
 def options(request: dict[str, Any]) -> dict[str, Any]:
@@ -46,21 +45,6 @@ def detect(series: list[list[float]], opts: dict[str, Any]) -> list[list[int]]:
     # compute_change_points mutates nothing we keep, but give it a list
     # per call as Otava's own Series.analyze does.
     return [[int(cp.index) for cp in compute_change_points(list(s), **opts)[0]] for s in series]
-
-
-def interleaved_medians(works: dict[str, Any], repetitions: int) -> dict[str, float]:
-    """Median seconds of each piece of work, the pieces taking turns (after
-    one warm-up call each), so a load that drifts on a shared machine weighs
-    on all of them alike rather than on whichever ran first."""
-    times: dict[str, list[float]] = {name: [] for name in works}
-    for work in works.values():
-        work()
-    for _ in range(repetitions):
-        for name, work in works.items():
-            start = time.perf_counter()
-            work()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def timing(series: list[float], repetitions: int, opts: dict[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import subprocess
 import sys
 import time
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from timing import interleaved_medians
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -170,21 +170,6 @@ def evaluate(cells: list[dict[str, Any]], otava_python: str) -> tuple[list[dict[
         row["seconds"] = seconds
         rows.append(row)
     return rows, info
-
-
-def interleaved_medians(works: dict[str, Callable[[], object]], repetitions: int) -> dict[str, float]:
-    """Median seconds of each piece of work, the pieces taking turns (after
-    one warm-up call each), so a load that drifts on a shared machine weighs
-    on all of them alike rather than on whichever ran first."""
-    times: dict[str, list[float]] = {name: [] for name in works}
-    for work in works.values():
-        work()
-    for _ in range(repetitions):
-        for name, work in works.items():
-            start = time.perf_counter()
-            work()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def append_cost(otava_python: str, repetitions: int) -> list[dict[str, Any]]:

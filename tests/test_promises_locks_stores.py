@@ -422,6 +422,16 @@ def add_invocation(url: str, campaign: str, like: dict, rows: list[dict], hostna
     assert added == len(new)
 
 
+def first_gated_invocation(tmp_path: Path) -> tuple[Path, str, dict[str, str]]:
+    """A campaign with a history gate, its first invocation recorded in a store of its own: (campaign, url, env)."""
+    gate = {"metric": "ops", "history": {"last": 10}, "max_regression": "5%", "better": "higher"}
+    camp = cost_campaign(tmp_path, references=[gate])
+    url = f"sqlite:///{tmp_path / 'store' / 'history.sqlite'}"
+    env = {"PERFSNAKE_HISTORY": url}
+    snakemake(tmp_path, camp, "--cores", "1", "all", env=env)
+    return camp, url, env
+
+
 @pytest.mark.e2e
 @pytest.mark.parametrize("other", ["host", "state"])
 def test_the_history_gate_compares_with_this_host_in_this_state_only(tmp_path, other):
@@ -434,11 +444,7 @@ def test_the_history_gate_compares_with_this_host_in_this_state_only(tmp_path, o
     points it would fail (a 90 % regression). Checked against the gate
     reading every host's runs (baseline.recent_past without its host) and
     every state's (without its same-state filter): the verdicts are fail."""
-    gate = {"metric": "ops", "history": {"last": 10}, "max_regression": "5%", "better": "higher"}
-    camp = cost_campaign(tmp_path, references=[gate])
-    url = f"sqlite:///{tmp_path / 'store' / 'history.sqlite'}"
-    env = {"PERFSNAKE_HISTORY": url}
-    snakemake(tmp_path, camp, "--cores", "1", "all", env=env)
+    camp, url, env = first_gated_invocation(tmp_path)
     store = Store.open(url)
     frame = store.frame("hist")
     assert len(frame) == 6
@@ -466,11 +472,7 @@ def test_a_history_gate_after_a_state_change_names_it(tmp_path):
     another state (here: the first invocation's kernel rewritten in the
     store, as after an upgrade) has no recent past: inconclusive, naming
     what changed, from what to what."""
-    gate = {"metric": "ops", "history": {"last": 10}, "max_regression": "5%", "better": "higher"}
-    camp = cost_campaign(tmp_path, references=[gate])
-    url = f"sqlite:///{tmp_path / 'store' / 'history.sqlite'}"
-    env = {"PERFSNAKE_HISTORY": url}
-    snakemake(tmp_path, camp, "--cores", "1", "all", env=env)
+    camp, url, env = first_gated_invocation(tmp_path)
     store = Store.open(url)
     with store.engine.begin() as conn:
         (like,) = conn.execute(sa.text("SELECT * FROM invocations")).mappings().all()

@@ -23,19 +23,7 @@ from perfsnake.instruments.wrappers import Valgrind, cachegrind_metrics, parse_c
 pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed (make setup)")
 
 #: N iterations of arithmetic a volatile store keeps from being folded away
-PROGRAM = r"""
-#include <stdlib.h>
-int main(int argc, char **argv) {
-    long n = argc > 1 ? atol(argv[1]) : 1000000;
-    volatile unsigned long sink = 0;
-    unsigned long x = 1;
-    for (long i = 0; i < n; i++) {
-        x = x * 6364136223846793005UL + 1442695040888963407UL;
-        sink = x ^ (x >> 17);
-    }
-    return (int)(sink & 0);
-}
-"""
+PROGRAM = (Path(__file__).parent / "programs" / "fixed_work.c").read_text()
 
 METRICS = ("instructions", "data_refs", "i1_misses", "d1_misses", "ll_misses", "cycles_estimate")
 
