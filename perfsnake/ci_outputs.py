@@ -37,6 +37,21 @@ EXTRA_LABELS = {"state_differs": "machine state differs", "false_alarm_rate": "f
                 "detectable_change": "detectable change (power 0.8)", "runs_needed": "runs needed"}  # fmt: skip
 
 
+#: extra columns that are fractions, shown as percentages
+FRACTIONS = {"false_alarm_rate", "detectable_change"}
+
+
+def _shown(name: str, value: object) -> str:
+    if value in (None, ""):
+        return ""
+    if name in FRACTIONS:
+        try:
+            return f"{100 * float(str(value)):.3g}%"
+        except ValueError:
+            pass
+    return str(value)
+
+
 def _num(text: object) -> str:
     try:
         return f"{float(str(text)):.4g}"
@@ -101,7 +116,8 @@ class Gate:
         return f"{allowed} vs baseline {f.get('baseline')}, {f.get('better')} is better"
 
     def extras(self, names: Sequence[str]) -> list[str]:
-        return [str(self.fields.get(n) or "") for n in names]
+        """The extra columns' values as a person reads them (fractions as percentages)."""
+        return [_shown(n, self.fields.get(n)) for n in names]
 
 
 @dataclass(frozen=True)

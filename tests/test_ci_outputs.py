@@ -223,8 +223,10 @@ def test_the_error_rates_and_a_new_gate_column_flow_through(monkeypatch):
     Markdown column, the JUnit text."""
     rates = report({**ABSOLUTE, "false_alarm_rate": "0.025", "detectable_change": "0.12"})
     assert json.loads(ci_outputs.verdict(rates))["gates"][0]["false_alarm_rate"] == 0.025
-    assert "| threshold | false-alarm rate | detectable change (power 0.8) |" in ci_outputs.markdown(rates)
-    assert "false-alarm rate: 0.025" in ET.fromstring(ci_outputs.junit(rates)).find(".//failure").text
+    shown = ci_outputs.markdown(rates)
+    assert "| threshold | false-alarm rate | detectable change (power 0.8) |" in shown
+    assert shown.splitlines()[-3].endswith("| 2.5% | 12% |"), shown  # fractions read as percentages
+    assert "false-alarm rate: 2.5%" in ET.fromstring(ci_outputs.junit(rates)).find(".//failure").text
     monkeypatch.setattr(gates, "GATE_FIELDS", gates.GATE_FIELDS | {"future_column"})
     future = report({**ABSOLUTE, "future_column": "7"})
     assert json.loads(ci_outputs.verdict(future))["gates"][0]["future_column"] == 7
