@@ -74,6 +74,13 @@ class Campaign:
     selection: dict[str, object] | None = None
 
     @property
+    def root(self) -> str:
+        """The campaign this one derives from (controls, profiled pairs, noise floor), or its own name."""
+        if self.control_of:
+            return self.control_of[0]
+        return self.why_of or self.floor_of or self.name
+
+    @property
     def imported(self) -> bool:
         """Results another tool measured: nothing to build or run (perfsnake.importers)."""
         return isinstance(self.benchmark, ImportedBenchmark)

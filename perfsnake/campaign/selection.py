@@ -76,7 +76,7 @@ def select(campaigns: dict[str, Campaign], config: dict, workdir: Path, loud: bo
         if unknown:
             raise CampaignError("config", "tags", f"no campaign has the tag {unknown[0]!r} (tags: {', '.join(sorted(known)) or 'none'})")  # fmt: skip
         roots = {n for n, c in campaigns.items() if wanted & set(c.data.get("tags") or [])}
-        chosen = {n: c for n, c in chosen.items() if _root(c) in roots}
+        chosen = {n: c for n, c in chosen.items() if c.root in roots}
     if not only:
         return chosen
     conditions = parse_only(str(only))
@@ -87,7 +87,7 @@ def select(campaigns: dict[str, Campaign], config: dict, workdir: Path, loud: bo
         raise CampaignError("config", "only", f"no campaign has a variable {missing[0]!r} (variables: {', '.join(sorted(known_vars))})")  # fmt: skip
     out: dict[str, Campaign] = {}
     for name, c in chosen.items():
-        if _root(c) != name:
+        if c.root != name:
             continue  # a derived campaign follows its campaign, below
         if not names <= set(c.variables):
             continue
@@ -110,15 +110,8 @@ def select(campaigns: dict[str, Campaign], config: dict, workdir: Path, loud: bo
                   f"as measured before, {left_out} left for another invocation", file=sys.stderr)  # fmt: skip
     if not out:
         raise CampaignError("config", "only", f"{only} matches no record of the campaigns ({', '.join(chosen)})")
-    out |= {n: c for n, c in chosen.items() if _root(c) != n and _root(c) in out}
+    out |= {n: c for n, c in chosen.items() if c.root != n and c.root in out}
     return out
-
-
-def _root(c: Campaign) -> str:
-    """The campaign a derived one (controls, profiled pairs, floor) comes from."""
-    if c.control_of:
-        return c.control_of[0]
-    return c.why_of or c.floor_of or c.name
 
 
 def selection_line(selection: dict[str, object]) -> str:

@@ -82,6 +82,12 @@ def _difference_noise(y: np.ndarray) -> tuple[float, float]:
     if not (v > 0).all():
         scale = float(np.std(np.diff(y))) / math.sqrt(2) or 1.0
         return scale, 0.0
+    return _fit_ar1(lags, v)
+
+
+def _fit_ar1(lags: np.ndarray, v: Sequence[float] | np.ndarray) -> tuple[float, float]:
+    """(marginal sd, AR(1) coefficient) whose variogram, 2 sigma^2 (1 - phi^k),
+    fits the variances `v` of the lag-k differences best on the log scale."""
     phis = np.linspace(0.0, PHI_HIGH, 96)[:, None]
     shape = np.log(2 * (1 - phis**lags))  # log variogram per unit sigma^2
     log_s2 = (np.log(v) - shape).mean(axis=1, keepdims=True)
@@ -310,11 +316,7 @@ def _invocation_noise(means: np.ndarray, segments: Sequence[tuple[int, int]] | N
         return 0.0, 0.0
     if len(v) == 1 or len(means) < MIN_AR_POINTS:  # too few points to tell wander from chance
         return math.sqrt(v[0] / 2), 0.0
-    phis = np.linspace(0.0, PHI_HIGH, 96)[:, None]
-    shape = np.log(2 * (1 - phis**lags))
-    log_s2 = (np.log(v) - shape).mean(axis=1, keepdims=True)
-    best = int(np.argmin(((np.log(v) - shape - log_s2) ** 2).sum(axis=1)))
-    return math.sqrt(math.exp(float(log_s2[best, 0]))), float(phis[best, 0])
+    return _fit_ar1(lags, v)
 
 
 def _merge_outliers(
